@@ -1,0 +1,40 @@
+"""jaxon: composable transformations of Python+NumPy programs (grad, jit, vmap, …), traced
+into jaxprs and compiled with XLA. Its API is JAX's: port a program by changing the import."""
+import os as _os
+
+_os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep jaxlib's INFO lines off stderr
+
+from jaxon._src.config import config as config  # noqa: E402
+from jaxon._src.xla.array import Array as Array
+from jaxon._src.api import (
+    ShapeDtypeStruct as ShapeDtypeStruct,
+    block_until_ready as block_until_ready,
+    default_backend as default_backend,
+    device_count as device_count,
+    device_get as device_get,
+    device_put as device_put,
+    devices as devices,
+    eval_shape as eval_shape,
+    jit as jit,
+    local_device_count as local_device_count,
+    local_devices as local_devices,
+    make_jaxpr as make_jaxpr,
+)
+from jaxon._src.tree_util import (
+    tree_flatten as tree_flatten,
+    tree_leaves as tree_leaves,
+    tree_map as tree_map,
+    tree_structure as tree_structure,
+    tree_unflatten as tree_unflatten,
+)
+from jaxon._src.errors import (
+    ConcretizationTypeError as ConcretizationTypeError,
+    TracerBoolConversionError as TracerBoolConversionError,
+    UnexpectedTracerError as UnexpectedTracerError,
+)
+from jaxon import numpy as numpy
+from jaxon import lax as lax
+from jaxon import tree_util as tree_util
+from jaxon import core as core
+
+__version__ = "0.1.0"

@@ -1,0 +1,252 @@
+"""Dtypes: canonicalization under the x64 flag, weak types, and JAX's promotion lattice.
+
+A *weak type* is the type of a Python scalar (`1`, `2.0`, `1j`): it takes the dtype of the
+array it meets (`jnp.ones(3, jnp.bfloat16) + 1.0` stays bfloat16) instead of widening it.
+Promotion is the least upper bound in the lattice of `_LATTICE_EDGES`, where the weak
+Python types are the nodes `i*`, `f*`, `c*`.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from jaxon._src.config import x64_enabled
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16).type
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn).type
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2).type
+float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz).type
+bool_ = np.bool_
+int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
+uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
+float16, float32, float64 = np.float16, np.float32, np.float64
+complex64, complex128 = np.complex64, np.complex128
+
+# The tangent dtype of integer and boolean values: zero bytes per element.
+float0 = np.dtype([("float0", np.void, 0)])
+
+_FP8_DTYPES = [np.dtype(t) for t in (float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz)]
+_CUSTOM_FLOATS = [np.dtype(bfloat16), *_FP8_DTYPES]
+_BOOL, _F16, _BF16 = np.dtype(bool), np.dtype(float16), np.dtype(bfloat16)
+
+_TO_32 = {np.dtype(np.int64): np.dtype(np.int32), np.dtype(np.uint64): np.dtype(np.uint32),
+          np.dtype(np.float64): np.dtype(np.float32),
+          np.dtype(np.complex128): np.dtype(np.complex64)}
+
+_SUPPORTED = {np.dtype(t) for t in (bool_, int8, int16, int32, int64, uint8, uint16, uint32,
+                                    uint64, float16, float32, float64, complex64, complex128)}
+_SUPPORTED |= set(_CUSTOM_FLOATS)
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype:
+  """The dtype an array of `dtype` actually gets: 64-bit types narrow unless x64 is on."""
+  dt = np.dtype(dtype)
+  if dt == float0:
+    return dt
+  if dt not in _SUPPORTED:
+    raise TypeError(f"dtype {dt.name!r} is not a valid jaxon array type; jaxon supports "
+                    f"{sorted(d.name for d in _SUPPORTED)}")
+  if x64_enabled():
+    return dt
+  return _TO_32.get(dt, dt)
+
+
+_PY_SCALAR_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64),
+                     float: np.dtype(np.float64), complex: np.dtype(np.complex128)}
+
+
+def default_int_dtype() -> np.dtype:
+  return canonicalize_dtype(np.int64)
+
+
+def default_float_dtype() -> np.dtype:
+  return canonicalize_dtype(np.float64)
+
+
+def default_complex_dtype() -> np.dtype:
+  return canonicalize_dtype(np.complex128)
+
+
+def is_python_scalar(x: Any) -> bool:
+  return type(x) in _PY_SCALAR_DTYPES
+
+
+def is_weakly_typed(x: Any) -> bool:
+  """Python int, float and complex are weak; Python bool is not (JAX's rule)."""
+  if type(x) in (int, float, complex):
+    return True
+  return getattr(getattr(x, "aval", None), "weak_type", False)
+
+
+def dtype(x: Any, canonicalize: bool = False) -> np.dtype:
+  """The dtype of a value: arrays, tracers, NumPy scalars, Python scalars or dtype-likes."""
+  scalar_dtype = _PY_SCALAR_DTYPES.get(type(x))
+  if scalar_dtype is not None:
+    dt = scalar_dtype
+  elif hasattr(x, "dtype"):
+    dt = np.dtype(x.dtype)
+  elif isinstance(x, (np.dtype, type, str)):
+    dt = np.dtype(x)
+  else:
+    dt = np.result_type(x)
+  return canonicalize_dtype(dt) if canonicalize else dt
+
+
+_ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexfloating,
+                   np.integer, np.signedinteger, np.unsignedinteger)
+
+
+def issubdtype(a: Any, b: Any) -> bool:
+  """`np.issubdtype` that also knows bfloat16 and the float8 types are floating."""
+  if a in _ABSTRACT_TYPES:
+    return bool(np.issubdtype(a, b))
+  dt = np.dtype(a)
+  if dt in _CUSTOM_FLOATS:
+    if b in _ABSTRACT_TYPES:
+      return b in (np.floating, np.inexact, np.number, np.generic)
+    return dt == np.dtype(b)
+  return bool(np.issubdtype(dt, b))
+
+
+def is_float(dt: Any) -> bool:
+  return issubdtype(dt, np.floating)
+
+
+def is_complex(dt: Any) -> bool:
+  return issubdtype(dt, np.complexfloating)
+
+
+def is_inexact(dt: Any) -> bool:
+  return issubdtype(dt, np.inexact)
+
+
+def is_integer(dt: Any) -> bool:
+  return issubdtype(dt, np.integer)
+
+
+def is_bool(dt: Any) -> bool:
+  return np.dtype(dt) == _BOOL
+
+
+def finfo(dt: Any) -> ml_dtypes.finfo:
+  return ml_dtypes.finfo(np.dtype(dt))
+
+
+def iinfo(dt: Any) -> ml_dtypes.iinfo:
+  return ml_dtypes.iinfo(np.dtype(dt))
+
+
+# ----------------------------------------------------------------------------- promotion
+
+_WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
+
+
+def _lattice_edges() -> dict[Any, list[Any]]:
+  d = np.dtype
+  u8, u16, u32, u64 = d(uint8), d(uint16), d(uint32), d(uint64)
+  i8, i16, i32, i64 = d(int8), d(int16), d(int32), d(int64)
+  f32, f64, c64, c128 = d(float32), d(float64), d(complex64), d(complex128)
+  return {
+      _BOOL: [_WEAK_INT],
+      u8: [i16, u16], u16: [i32, u32], u32: [i64, u64], u64: [_WEAK_FLOAT],
+      _WEAK_INT: [u8, i8], i8: [i16], i16: [i32], i32: [i64], i64: [_WEAK_FLOAT],
+      _WEAK_FLOAT: [*_FP8_DTYPES, _BF16, _F16, _WEAK_COMPLEX],
+      **{fp8: [] for fp8 in _FP8_DTYPES},
+      _BF16: [f32], _F16: [f32], f32: [f64, c64], f64: [c128],
+      _WEAK_COMPLEX: [c64], c64: [c128], c128: [],
+  }
+
+
+_LATTICE_EDGES = _lattice_edges()
+
+
+@functools.cache
+def _upper_bounds(node: Any) -> frozenset:
+  return frozenset({node}).union(*(_upper_bounds(n) for n in _LATTICE_EDGES[node]))
+
+
+class TypePromotionError(ValueError):
+  pass
+
+
+@functools.cache
+def _join(a: Any, b: Any) -> Any:
+  common = _upper_bounds(a) & _upper_bounds(b)
+  least = [n for n in common if common <= _upper_bounds(n)]
+  if not least:
+    raise TypePromotionError(
+        f"Input dtypes {_node_name(a)!r} and {_node_name(b)!r} have no available implicit "
+        "dtype promotion path. Convert one of them explicitly with .astype(...).")
+  return least[0]
+
+
+def _node_name(node: Any) -> str:
+  return node if isinstance(node, str) else node.name
+
+
+def _node_of(dt: np.dtype, weak: bool) -> Any:
+  if weak:
+    if dt.kind in "iub":
+      return _WEAK_INT if dt.kind != "b" else _BOOL
+    if dt.kind == "f" or dt in _CUSTOM_FLOATS:
+      return _WEAK_FLOAT
+    if dt.kind == "c":
+      return _WEAK_COMPLEX
+  return dt
+
+
+_WEAK_NODE_DTYPE = {_WEAK_INT: default_int_dtype, _WEAK_FLOAT: default_float_dtype,
+                    _WEAK_COMPLEX: default_complex_dtype}
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+  """The dtype both `a` and `b` promote to (both taken as strongly typed)."""
+  node = _join(np.dtype(a), np.dtype(b))
+  return np.dtype(node) if not isinstance(node, str) else _WEAK_NODE_DTYPE[node]()
+
+
+def _dtype_and_weakness(x: Any) -> tuple[np.dtype, bool]:
+  if type(x) in (int, float, complex):
+    return _PY_SCALAR_DTYPES[type(x)], True
+  if isinstance(x, (np.dtype, str)) or (isinstance(x, type) and issubclass(x, np.generic)):
+    return np.dtype(x), False
+  return dtype(x), is_weakly_typed(x)
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
+  """The canonical dtype of an operation on `args`, following JAX's promotion lattice."""
+  if not args:
+    raise ValueError("at least one array or dtype is required")
+  node = None
+  for arg in args:
+    dt, weak = _dtype_and_weakness(arg)
+    arg_node = _node_of(dt, weak)
+    node = arg_node if node is None else _join(node, arg_node)
+  if isinstance(node, str):
+    out, weak = _WEAK_NODE_DTYPE[node](), True
+  else:
+    out, weak = canonicalize_dtype(node), False
+  return (out, weak) if return_weak_type_flag else out
+
+
+def to_inexact_dtype(dt: Any) -> np.dtype:
+  """The float dtype a function like `sin` computes integer inputs in."""
+  dt = np.dtype(dt)
+  return dt if is_inexact(dt) else promote_types(dt, default_float_dtype())
+
+
+def short_name(dt: np.dtype) -> str:
+  """`f32`, `i32`, `bool`, `bf16`: the dtype names jaxprs print."""
+  dt = np.dtype(dt)
+  if dt == float0:
+    return "float0"
+  if dt == _BOOL:
+    return "bool"
+  if dt == _BF16:
+    return "bf16"
+  if dt in _FP8_DTYPES:
+    return dt.name
+  return f"{dt.kind}{dt.itemsize * 8}"

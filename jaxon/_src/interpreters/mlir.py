@@ -1,0 +1,190 @@
+"""Lowering jaxprs to StableHLO with jaxlib's MLIR Python bindings.
+
+Each primitive registers a lowering rule `rule(ctx, *operands, **params) -> [values]`: `ctx`
+carries the input and output avals, operands are `ir.Value`s. A jaxpr lowers to a module
+whose public `main` takes the constvars, then the invars.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import chlo, func
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxon._src import core, dtypes
+from jaxon._src.core import ClosedJaxpr, Jaxpr, Literal, ShapedArray
+
+LoweringRule = Callable[..., Sequence[ir.Value]]
+
+_lowerings: dict[core.Primitive, LoweringRule] = {}
+_platform_lowerings: dict[str, dict[core.Primitive, LoweringRule]] = {}
+PLATFORM = "cpu"
+
+
+def register_lowering(prim: core.Primitive, rule: LoweringRule,
+                      platform: str | None = None) -> LoweringRule:
+  """Registers how `prim` lowers to StableHLO (for every platform, or one)."""
+  if platform is None:
+    _lowerings[prim] = rule
+  else:
+    _platform_lowerings.setdefault(platform, {})[prim] = rule
+  return rule
+
+
+def _lowering_rule(prim: core.Primitive) -> LoweringRule:
+  rule = _platform_lowerings.get(PLATFORM, {}).get(prim) or _lowerings.get(prim)
+  if rule is None:
+    raise NotImplementedError(f"MLIR translation rule for primitive '{prim.name}' not found "
+                              f"for platform {PLATFORM}")
+  return rule
+
+
+# ----------------------------------------------------------------------------- types
+
+def dtype_to_ir_type(dtype: Any) -> ir.Type:
+  dt = np.dtype(dtype)
+  if dt == dtypes.float0 or dt == np.bool_:
+    return ir.IntegerType.get_signless(1)
+  if dt.kind == "i":
+    return ir.IntegerType.get_signless(dt.itemsize * 8)
+  if dt.kind == "u":
+    return ir.IntegerType.get_unsigned(dt.itemsize * 8)
+  if dt.kind == "c":
+    return ir.ComplexType.get(dtype_to_ir_type(np.float32 if dt.itemsize == 8 else np.float64))
+  return _FLOAT_TYPES[dt.name]()
+
+
+_FLOAT_TYPES: dict[str, Callable[[], ir.Type]] = {
+    "float16": ir.F16Type.get, "float32": ir.F32Type.get, "float64": ir.F64Type.get,
+    "bfloat16": ir.BF16Type.get, "float8_e4m3fn": ir.Float8E4M3FNType.get,
+    "float8_e5m2": ir.Float8E5M2Type.get, "float8_e4m3b11fnuz": ir.Float8E4M3B11FNUZType.get,
+}
+
+
+def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+  return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+def ir_constant(value: Any, dtype: Any = None) -> ir.Value:
+  """A StableHLO constant holding `value` (a scalar or array)."""
+  arr = np.asarray(value, dtype=dtype)
+  if not arr.flags.c_contiguous:
+    arr = arr.copy(order="C")
+  attr = ir.DenseElementsAttr.get(arr, type=dtype_to_ir_type(arr.dtype), shape=arr.shape)
+  return hlo.constant(attr)
+
+
+def full_like_aval(value: Any, aval: ShapedArray) -> ir.Value:
+  """A constant of `aval`'s shape filled with `value`, broadcast inside the program."""
+  scalar = ir_constant(np.array(value, aval.dtype))
+  if not aval.shape:
+    return scalar
+  return hlo.broadcast_in_dim(aval_to_ir_type(aval), scalar, [])
+
+
+# ----------------------------------------------------------------------------- lowering
+
+@dataclasses.dataclass
+class ModuleContext:
+  module: ir.Module
+  name: str
+
+
+@dataclasses.dataclass
+class LoweringRuleContext:
+  """What a lowering rule learns about the equation besides its operands."""
+  module_context: ModuleContext
+  primitive: core.Primitive | None
+  avals_in: Sequence[ShapedArray]
+  avals_out: Sequence[ShapedArray]
+
+  def replace(self, **kw: Any) -> LoweringRuleContext:
+    return dataclasses.replace(self, **kw)
+
+
+def make_ir_context() -> ir.Context:
+  context = ir.Context()
+  chlo.register_dialect(context)
+  hlo.register_dialect(context)
+  return context
+
+
+def jaxpr_subcomp(ctx: ModuleContext, jaxpr: Jaxpr, consts: Sequence[ir.Value],
+                  args: Sequence[ir.Value]) -> list[ir.Value]:
+  """Emits the ops of `jaxpr` at the current insertion point; returns its output values."""
+  env: dict[core.Var, ir.Value] = {}
+
+  def read(atom: core.Atom) -> ir.Value:
+    if type(atom) is Literal:
+      return ir_constant(atom.val, atom.aval.dtype)
+    return env[atom]
+
+  env.update(zip(jaxpr.constvars, consts))
+  env.update(zip(jaxpr.invars, args))
+  for eqn in jaxpr.eqns:
+    rule_ctx = LoweringRuleContext(ctx, eqn.primitive, [a.aval for a in eqn.invars],
+                                   [v.aval for v in eqn.outvars])
+    outs = _lowering_rule(eqn.primitive)(rule_ctx, *map(read, eqn.invars), **eqn.params)
+    outs = _as_value_list(outs)
+    if len(outs) != len(eqn.outvars):
+      raise ValueError(f"lowering of '{eqn.primitive.name}' produced {len(outs)} values for "
+                       f"{len(eqn.outvars)} outputs")
+    env.update(zip(eqn.outvars, outs))
+  return [read(v) for v in jaxpr.outvars]
+
+
+def _as_value_list(outs: Any) -> list[ir.Value]:
+  if isinstance(outs, (ir.Value, ir.OpView, ir.Operation)):
+    outs = [outs]
+  return [o.result if isinstance(o, (ir.OpView, ir.Operation)) else o for o in outs]
+
+
+def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main") -> ir.Module:
+  """A module whose public `main` computes `jaxpr` from (constvars..., invars...)."""
+  context = make_ir_context()
+  with context, ir.Location.unknown():
+    module = ir.Module.create()
+    module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{_sanitize(name)}")
+    in_types = [aval_to_ir_type(v.aval) for v in jaxpr.constvars + jaxpr.invars]
+    out_types = [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
+    with ir.InsertionPoint(module.body):
+      main = func.FuncOp("main", ir.FunctionType.get(in_types, out_types))
+      main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+      block = main.add_entry_block()
+      with ir.InsertionPoint(block):
+        ctx = ModuleContext(module, name)
+        n = len(jaxpr.constvars)
+        outs = jaxpr_subcomp(ctx, jaxpr, block.arguments[:n], block.arguments[n:])
+        func.ReturnOp(outs)
+  return module
+
+
+def _sanitize(name: str) -> str:
+  return "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "fun"
+
+
+def lower_fun(fun: Callable[..., Any], multiple_results: bool = True) -> LoweringRule:
+  """A lowering rule that traces `fun` (written with lax) on the equation's avals and
+  inlines the result: for primitives whose lowering is a composition of others."""
+  from jaxon._src.interpreters import partial_eval as pe
+
+  def rule(ctx: LoweringRuleContext, *args: ir.Value, **params: Any) -> list[ir.Value]:
+    def flat_fun(*xs):
+      out = fun(*xs, **params)
+      return list(out) if multiple_results else [out]
+    with core.set_current_trace(core.EvalTrace()):
+      jaxpr, consts = pe.trace_to_jaxpr(flat_fun, ctx.avals_in)
+    const_values = [ir_constant(np.asarray(c)) for c in consts]
+    return jaxpr_subcomp(ctx.module_context, jaxpr, const_values, args)
+  return rule
+
+
+def closed_jaxpr_subcomp(ctx: ModuleContext, closed: ClosedJaxpr,
+                         args: Sequence[ir.Value]) -> list[ir.Value]:
+  """Inlines a closed jaxpr whose consts are concrete values."""
+  consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+  return jaxpr_subcomp(ctx, closed.jaxpr, consts, args)

@@ -1,0 +1,136 @@
+"""Staging Python functions into jaxprs.
+
+`DynamicJaxprTrace` records every primitive bound while it is the current trace as a jaxpr
+equation; nothing is evaluated. Values that do not belong to it (constants, and tracers of
+enclosing transformations) become the jaxpr's constants: scalars inline as literals, the
+rest as constvars.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxon._src import core, dtypes
+from jaxon._src.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
+
+
+class DynamicJaxprTracer(core.Tracer):
+  __slots__ = ("_aval", "var")
+
+  def __init__(self, trace: DynamicJaxprTrace, aval: ShapedArray):
+    self._trace = trace
+    self._aval = aval
+    self.var = Var(aval)
+
+  @property
+  def aval(self) -> ShapedArray:
+    return self._aval
+
+
+_PY_SCALARS = (bool, int, float, complex)
+# Types whose 0-d values print inline as literals rather than becoming constvars.
+_array_literal_types: set[type] = {np.ndarray}
+
+
+def register_literal_type(t: type) -> None:
+  """Lets 0-d values of `t` (the runtime's Array) inline as literals."""
+  _array_literal_types.add(t)
+
+
+def _is_literal(x: Any) -> bool:
+  if type(x) in _PY_SCALARS or isinstance(x, np.generic):
+    return True
+  return type(x) in _array_literal_types and x.shape == ()
+
+
+def _literal(x: Any) -> Literal:
+  aval = core.get_aval(x)
+  if type(x) is int:
+    info = np.iinfo(aval.dtype)
+    if not info.min <= x <= info.max:
+      raise OverflowError(f"Python int {x} too large to convert to {aval.dtype.name}")
+  if type(x) in _PY_SCALARS or isinstance(x, (np.ndarray, np.generic)):
+    return Literal(np.asarray(x, aval.dtype)[()], aval)
+  return Literal(x, aval)
+
+
+class DynamicJaxprTrace(core.Trace):
+  """Records primitive applications into a jaxpr under construction."""
+
+  def __init__(self, parent: core.Trace):
+    super().__init__()
+    self.parent = parent
+    self.eqns: list[JaxprEqn] = []
+    self.invars: list[Var] = []
+    self.constvars: dict[int, tuple[Var, Any]] = {}
+
+  def new_arg(self, aval: ShapedArray) -> DynamicJaxprTracer:
+    tracer = DynamicJaxprTracer(self, aval)
+    self.invars.append(tracer.var)
+    return tracer
+
+  def to_atom(self, x: Any) -> core.Atom:
+    if isinstance(x, DynamicJaxprTracer) and x._trace is self:
+      return x.var
+    self.check_not_escaped(x)
+    if _is_literal(x):
+      return _literal(x)
+    entry = self.constvars.get(id(x))
+    if entry is None:
+      aval = core.get_aval(x)
+      if not isinstance(x, core.Tracer):
+        aval = aval.update(weak_type=dtypes.is_weakly_typed(x))
+      entry = self.constvars[id(x)] = (Var(aval), x)
+    return entry[0]
+
+  def process_primitive(self, primitive: core.Primitive, args: Sequence[Any],
+                        params: dict) -> Any:
+    atoms = [self.to_atom(x) for x in args]
+    out = primitive.abstract_eval(*[a.aval for a in atoms], **params)
+    out_avals = out if primitive.multiple_results else [out]
+    tracers = [DynamicJaxprTracer(self, aval) for aval in out_avals]
+    self.eqns.append(JaxprEqn(atoms, [t.var for t in tracers], primitive, params))
+    return tracers if primitive.multiple_results else tracers[0]
+
+  def to_jaxpr(self, outs: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:
+    outvars = [self.to_atom(x) for x in outs]
+    constvars = [var for var, _ in self.constvars.values()]
+    consts = [const for _, const in self.constvars.values()]
+    eqns = _drop_unused_outvars(self.eqns, outvars)
+    return Jaxpr(constvars, self.invars, outvars, eqns), consts
+
+
+def _drop_unused_outvars(eqns: list[JaxprEqn], outvars: list[core.Atom]) -> list[JaxprEqn]:
+  """Marks equation outputs nothing reads as `_` (JAX prints them that way)."""
+  used = {v for v in outvars if type(v) is not Literal}
+  for eqn in eqns:
+    used.update(v for v in eqn.invars if type(v) is not Literal)
+  return [eqn if all(v in used for v in eqn.outvars) else
+          eqn.replace(outvars=[v if v in used else DropVar(v.aval) for v in eqn.outvars])
+          for eqn in eqns]
+
+
+def trace_to_jaxpr(fun: Callable[..., Sequence[Any]], in_avals: Sequence[ShapedArray]
+                   ) -> tuple[Jaxpr, list[Any]]:
+  """Stages `fun` (flat arguments to a flat list of outputs) into a jaxpr and its consts."""
+  trace = DynamicJaxprTrace(core.current_trace())
+  in_tracers = [trace.new_arg(aval) for aval in in_avals]
+  try:
+    with core.set_current_trace(trace):
+      outs = fun(*in_tracers)
+    return trace.to_jaxpr(outs)
+  finally:
+    trace.invalidate()
+
+
+def trace_to_closed_jaxpr(fun: Callable[..., Sequence[Any]],
+                          in_avals: Sequence[ShapedArray]) -> ClosedJaxpr:
+  jaxpr, consts = trace_to_jaxpr(fun, in_avals)
+  return ClosedJaxpr(jaxpr, consts)
+
+
+def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
+  """Turns the constvars into leading invars (used when consts are tracers)."""
+  return Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)

@@ -1,0 +1,104 @@
+"""Helpers for defining lax primitives: standard impl and abstract evaluation, and the
+shape/dtype checks that give clear errors at trace time."""
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxon._src import core, dtypes
+from jaxon._src.core import ShapedArray
+from jaxon._src.xla import executable
+
+
+def standard_primitive(name: str, shape_rule: Callable[..., tuple[int, ...]],
+                       dtype_rule: Callable[..., Any],
+                       weak_type_rule: Callable[..., bool] | None = None) -> core.Primitive:
+  """A primitive with one output whose abstract eval is (shape, dtype, weak type) rules and
+  whose impl compiles and runs it through XLA."""
+  prim = core.Primitive(name)
+  prim.def_impl(functools.partial(executable.apply_primitive, prim))
+  weak_type_rule = weak_type_rule or standard_weak_type_rule
+
+  def abstract_eval(*avals: ShapedArray, **params: Any) -> ShapedArray:
+    return ShapedArray(shape_rule(*avals, **params), dtype_rule(*avals, **params),
+                       weak_type_rule(*avals, **params))
+  prim.def_abstract_eval(abstract_eval)
+  return prim
+
+
+def standard_multi_result_primitive(name: str, abstract_eval: Callable[..., list[ShapedArray]]
+                                    ) -> core.Primitive:
+  prim = core.Primitive(name)
+  prim.multiple_results = True
+  prim.def_impl(functools.partial(executable.apply_primitive, prim))
+  prim.def_abstract_eval(abstract_eval)
+  return prim
+
+
+def standard_weak_type_rule(*avals: ShapedArray, **params: Any) -> bool:
+  """The output is weakly typed only when every input is."""
+  return all(a.weak_type for a in avals)
+
+
+def input_dtype(aval: ShapedArray, *avals: ShapedArray, **params: Any) -> np.dtype:
+  return aval.dtype
+
+
+def check_dtypes(name: str, accepted: Sequence[Any], *avals: ShapedArray) -> None:
+  """Raises a TypeError naming the primitive when an operand's dtype is not accepted."""
+  for i, aval in enumerate(avals):
+    if not any(dtypes.issubdtype(aval.dtype, t) for t in accepted):
+      kinds = ", ".join(getattr(t, "__name__", str(t)) for t in accepted)
+      raise TypeError(f"{name} does not accept dtype {aval.dtype.name} (operand {i} has type "
+                      f"{aval.str_short()}); it accepts {kinds}.")
+
+
+def check_same_dtypes(name: str, *avals: ShapedArray) -> None:
+  if len({a.dtype for a in avals}) > 1:
+    types = ", ".join(a.str_short() for a in avals)
+    raise TypeError(f"lax.{name} requires arguments to have the same dtypes, got {types}. "
+                    "(jaxon.numpy functions promote dtypes; lax functions do not: convert "
+                    "with lax.convert_element_type.)")
+
+
+def broadcasting_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
+  """Operands of an elementwise op: rank-0 operands broadcast; the rest must have equal
+  ranks, and each dimension must agree or be 1."""
+  shapes = [a.shape for a in avals if a.shape]
+  if not shapes:
+    return ()
+  if len({len(s) for s in shapes}) != 1:
+    raise TypeError(f"{name}: arrays must have the same number of dimensions, got "
+                    f"{', '.join(str(s) for s in shapes)}.")
+  out = []
+  for dims in zip(*shapes):
+    non_one = {d for d in dims if d != 1}
+    if len(non_one) > 1:
+      raise TypeError(f"{name} got incompatible shapes for broadcasting: "
+                      f"{', '.join(str(s) for s in shapes)}.")
+    out.append(non_one.pop() if non_one else 1)
+  return tuple(out)
+
+
+def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+  if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
+    raise ValueError(f"{name} {axis} is out of bounds for an array of dimension {ndim}")
+  return axis % ndim if ndim else 0
+
+
+def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
+  """A tuple of Python ints; traced sizes raise ConcretizationTypeError."""
+  if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
+    shape = (shape,)
+  try:
+    return tuple(int(core.concrete_or_error(
+        int, d, f"The size argument {context or 'of a shape'} must be concrete."))
+        for d in shape)
+  except TypeError as e:
+    if isinstance(e, core.ConcretizationTypeError):
+      raise
+    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                    f"{shape!r}.") from e

@@ -1,0 +1,1 @@
+from jaxlib.mlir import ir as ir

@@ -1,0 +1,184 @@
+"""`Array`: a value that lives on the device, computed by an XLA executable.
+
+An Array wraps jaxlib's C++ buffer (`ArrayImpl`) together with its abstract value. Data
+reaches the host only when asked (`np.asarray`, `print`, `.item()`, `float()`); on the CPU
+the host view is zero-copy and cached. Operators and methods (`+`, `[]`, `.sum()`) are
+installed by `jaxon.numpy`, the layer that defines them for tracers too.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from jaxlib import _jax
+
+from jaxon._src import core, dtypes
+from jaxon._src.config import x64_enabled
+from jaxon._src.core import ShapedArray
+from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.xla import client
+
+
+class Array:
+  """An array on the device: the result of every jaxon computation."""
+
+  __slots__ = ("aval", "_buf", "_npy", "__weakref__")
+  __array_priority__ = 100
+
+  def __init__(self, aval: ShapedArray, buf: _jax.ArrayImpl):
+    self.aval = aval
+    self._buf = buf
+    self._npy = None
+
+  shape = property(lambda self: self.aval.shape)
+  dtype = property(lambda self: self.aval.dtype)
+  ndim = property(lambda self: len(self.aval.shape))
+  size = property(lambda self: self.aval.size)
+  weak_type = property(lambda self: self.aval.weak_type)
+  itemsize = property(lambda self: self.aval.dtype.itemsize)
+  nbytes = property(lambda self: self.aval.size * self.aval.dtype.itemsize)
+
+  @property
+  def _value(self) -> np.ndarray:
+    """The host copy (a read-only zero-copy view on the CPU), fetched once."""
+    if self._npy is None:
+      value, _ = self._buf._single_device_array_to_np_array_did_copy()
+      value.flags.writeable = False
+      self._npy = value
+    return self._npy
+
+  def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+    value = self._value
+    if dtype is not None and np.dtype(dtype) != value.dtype:
+      return value.astype(dtype)
+    return value.copy() if copy else value
+
+  def block_until_ready(self) -> Array:
+    self._buf.block_until_ready()
+    return self
+
+  def is_ready(self) -> bool:
+    return self._buf.is_ready()
+
+  def copy_to_host_async(self) -> None:
+    self._buf._copy_single_device_array_to_host_async()
+
+  def delete(self) -> None:
+    self._buf.delete()
+
+  def is_deleted(self) -> bool:
+    return self._buf.is_deleted()
+
+  def devices(self) -> set[client.Device]:
+    return {client.devices()[0]}
+
+  @property
+  def device(self) -> client.Device:
+    return client.devices()[0]
+
+  @property
+  def sharding(self) -> Any:
+    return self._buf._sharding
+
+  def item(self, *args: Any) -> Any:
+    return self._value.item(*args)
+
+  def tolist(self) -> Any:
+    return self._value.tolist()
+
+  def __len__(self) -> int:
+    if not self.aval.shape:
+      raise TypeError("len() of unsized object")
+    return self.aval.shape[0]
+
+  def __iter__(self) -> Iterator[Any]:
+    if not self.aval.shape:
+      raise TypeError("iteration over a 0-d array")
+    return (self[i] for i in range(self.aval.shape[0]))
+
+  def _scalar(self, kind: type, what: str) -> Any:
+    if self.size != 1:
+      raise TypeError(f"only length-1 arrays can be converted to Python scalars with "
+                      f"{what}(); this array has shape {self.shape}")
+    return kind(self._value.reshape(()))
+
+  def __bool__(self) -> bool:
+    if self.size != 1:
+      raise ValueError(f"The truth value of an array with shape {self.shape} is ambiguous. "
+                       "Use a.any() or a.all().")
+    return bool(self._value.reshape(()))
+
+  def __int__(self) -> int:
+    return self._scalar(int, "int")
+
+  def __float__(self) -> float:
+    return self._scalar(float, "float")
+
+  def __complex__(self) -> complex:
+    return self._scalar(complex, "complex")
+
+  def __index__(self) -> int:
+    if not dtypes.is_integer(self.dtype) or self.shape:
+      raise TypeError(f"only integer scalar arrays can be converted to a scalar index, got "
+                      f"{self.aval.str_short()}")
+    return int(self._value)
+
+  def __hash__(self) -> int:
+    raise TypeError("unhashable type: 'Array'. Arrays are mutable-looking values; to use one "
+                    "as a static argument or dict key, convert it with .item() or tuple().")
+
+  def __setitem__(self, idx: Any, value: Any) -> None:
+    raise TypeError("jaxon arrays are immutable and do not support in-place item "
+                    "assignment. Instead of x[idx] = y, use x = x.at[idx].set(y).")
+
+  def __repr__(self) -> str:
+    prefix = "Array("
+    weak = ", weak_type=True" if self.weak_type else ""
+    dtype_str = f"dtype={self.dtype.name}{weak})"
+    if self.size == 0:
+      body = f"[], shape={self.shape}"
+    else:
+      line_width = np.get_printoptions()["linewidth"]
+      body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
+                             max_line_width=line_width)
+      last_line = len(body) - body.rfind("\n") + 1
+      if last_line + len(dtype_str) + 1 > line_width:
+        return f"{prefix}{body},\n{' ' * len(prefix)}{dtype_str}"
+    return f"{prefix}{body}, {dtype_str}"
+
+  def __str__(self) -> str:
+    return str(self._value)
+
+  def __format__(self, spec: str) -> str:
+    return format(self._value.reshape(()) if self.ndim == 0 else self._value, spec)
+
+  def __reduce__(self) -> tuple:
+    return (_reconstruct, (np.asarray(self._value), self.weak_type))
+
+  def __dlpack__(self, *args: Any, **kw: Any) -> Any:
+    return self._value.__dlpack__(*args, **kw)
+
+  def __dlpack_device__(self) -> tuple[int, int]:
+    return self._value.__dlpack_device__()
+
+
+def _reconstruct(value: np.ndarray, weak_type: bool) -> Array:
+  return device_put_numpy(value, weak_type=weak_type)
+
+
+def device_put_numpy(value: Any, dtype: Any = None, weak_type: bool = False,
+                     copy: bool = True) -> Array:
+  """Places a NumPy value on the device as an Array of the canonical dtype."""
+  dtype = dtypes.canonicalize_dtype(value.dtype if dtype is None else dtype)
+  host = np.asarray(value, dtype=dtype)
+  aval = ShapedArray(host.shape, dtype, weak_type)
+  semantics = (_jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL if copy
+               else _jax.HostBufferSemantics.ZERO_COPY)
+  buf = _jax.batched_device_put(aval, client.default_sharding(), [host], [client.devices()[0]],
+                                True, False, semantics, enable_x64=x64_enabled())
+  return Array(aval, buf)
+
+
+core.register_aval_handler(Array, lambda x: x.aval)
+pe.register_literal_type(Array)

@@ -1,0 +1,127 @@
+"""Compiling jaxprs with XLA and calling the executables; eager primitive dispatch.
+
+Eager evaluation compiles each (primitive, params, input avals) once into a one-equation
+program and reuses it; `jit` compiles a whole jaxpr the same way.
+"""
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib import _jax, xla_client
+
+from jaxon._src import core, dtypes
+from jaxon._src.config import config
+from jaxon._src.core import Jaxpr, JaxprEqn, ShapedArray, Var
+from jaxon._src.interpreters import mlir
+from jaxon._src.xla import client
+from jaxon._src.xla.array import Array, device_put_numpy
+
+
+class Executable:
+  """A compiled program and what it takes to call it: argument avals, output handlers."""
+
+  __slots__ = ("name", "loaded", "in_avals", "out_avals", "_handlers", "_const_bufs")
+
+  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str):
+    module = mlir.lower_jaxpr_to_module(jaxpr, name)
+    self.name = name
+    self.loaded = client.backend().compile_and_load(
+        mlir_module_bytes(module), client.device_list(), xla_client.CompileOptions())
+    self.in_avals = [v.aval for v in jaxpr.invars]
+    self.out_avals = [v.aval for v in jaxpr.outvars]
+    sharding = client.default_sharding()
+    self._handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+                      for a in self.out_avals]
+    self._const_bufs = [to_buffer(c, v.aval) for c, v in zip(consts, jaxpr.constvars)]
+
+  def __call__(self, args: Sequence[Any]) -> list[Array]:
+    bufs = self._const_bufs + [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
+    results = self.loaded.execute_sharded(bufs).consume_with_handlers(self._handlers)
+    return [Array(aval, buf) for aval, buf in zip(self.out_avals, results)]
+
+
+def mlir_module_bytes(module: Any) -> bytes:
+  return module.operation.get_asm(binary=True, enable_debug_info=False)
+
+
+def to_buffer(x: Any, aval: ShapedArray) -> _jax.ArrayImpl:
+  """The device buffer behind an argument, placing NumPy values and Python scalars."""
+  if type(x) is Array:
+    return x._buf
+  return device_put_numpy(np.asarray(x), aval.dtype, aval.weak_type)._buf
+
+
+# ----------------------------------------------------------------------------- eager ops
+
+_primitive_cache: dict[tuple, Executable] = {}
+
+
+def _arg_aval(x: Any) -> ShapedArray:
+  if type(x) is Array:
+    return x.aval
+  if isinstance(x, core.Tracer):
+    raise core.UnexpectedTracerError(
+        f"The tracer {x} reached eager evaluation outside of its transformation.")
+  return core.get_aval(x)
+
+
+def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
+  """Runs one primitive on concrete values through a cached one-equation executable."""
+  avals = tuple(map(_arg_aval, args))
+  key = (prim, tuple(params.items()), avals)
+  try:
+    exe = _primitive_cache.get(key)
+  except TypeError as e:
+    raise TypeError(f"parameters of primitive '{prim.name}' must be hashable: {params}") from e
+  if exe is None:
+    exe = _primitive_cache[key] = _compile_primitive(prim, avals, params)
+  outs = exe(args)
+  return outs if prim.multiple_results else outs[0]
+
+
+def _compile_primitive(prim: core.Primitive, avals: tuple[ShapedArray, ...],
+                       params: dict) -> Executable:
+  invars = [Var(a) for a in avals]
+  out = prim.abstract_eval(*avals, **params)
+  outvars = [Var(a) for a in (out if prim.multiple_results else [out])]
+  jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
+  return Executable(jaxpr, [], prim.name)
+
+
+# ----------------------------------------------------------------------------- jitted jaxprs
+
+_jaxpr_executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def executable_for(closed_jaxpr: core.ClosedJaxpr, name: str) -> Executable:
+  """The executable of a closed jaxpr, compiled on first use and kept while it lives."""
+  exe = _jaxpr_executables.get(closed_jaxpr)
+  if exe is None:
+    exe = _jaxpr_executables[closed_jaxpr] = Executable(closed_jaxpr.jaxpr,
+                                                        closed_jaxpr.consts, name)
+  return exe
+
+
+def device_put(x: Any, dtype: Any = None) -> Array:
+  """An Array holding `x` (Arrays pass through unchanged)."""
+  if type(x) is Array and (dtype is None or np.dtype(dtype) == x.dtype):
+    return x
+  if isinstance(x, core.Tracer):
+    raise TypeError("device_put of a traced value inside a transformation is not "
+                    "supported; it is already on the device")
+  weak = dtype is None and dtypes.is_weakly_typed(x)
+  host = np.asarray(x)
+  if dtype is None and type(x) in (int, float, complex):
+    dtype = dtypes.canonicalize_dtype(dtypes.dtype(x))
+  return device_put_numpy(host, dtype, weak_type=weak)
+
+
+def _clear_caches(name: str, value: Any) -> None:
+  if name == "jax_enable_x64":
+    _primitive_cache.clear()
+
+
+config.on_update(_clear_caches)

@@ -1,0 +1,22 @@
+"""jaxon.core: primitives, abstract values, tracers and jaxprs (seed 000's `jax.core`)."""
+from jaxon._src.core import (
+    AbstractValue as AbstractValue,
+    ClosedJaxpr as ClosedJaxpr,
+    DropVar as DropVar,
+    EvalTrace as EvalTrace,
+    Jaxpr as Jaxpr,
+    JaxprEqn as JaxprEqn,
+    Literal as Literal,
+    Primitive as Primitive,
+    ShapedArray as ShapedArray,
+    Trace as Trace,
+    Tracer as Tracer,
+    Var as Var,
+    check_jaxpr as check_jaxpr,
+    concrete_or_error as concrete_or_error,
+    eval_jaxpr as eval_jaxpr,
+    get_aval as get_aval,
+    jaxpr_as_fun as jaxpr_as_fun,
+    raise_to_shaped as raise_to_shaped,
+    valid_jaxtype as valid_jaxtype,
+)
