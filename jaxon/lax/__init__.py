@@ -1,5 +1,6 @@
 """jaxon.lax: the primitives, one function each, with XLA's semantics (no implicit
 promotion or broadcasting beyond scalars)."""
+# --- elementwise, conversion, broadcasting (jaxon/_src/lax/lax.py)
 from jaxon._src.lax.lax import (
     add as add,
     broadcast as broadcast,
@@ -19,4 +20,14 @@ from jaxon._src.lax.lax import (
     tanh as tanh,
     zeros_like_array as zeros_like_array,
 )
+
+# --- reshape, transpose, squeeze, expand_dims, rev, concatenate, pad (shape_ops.py)
+
+# --- slice, dynamic_slice, dynamic_update_slice, gather, scatter (slicing.py)
+
+# --- reductions, argmax/argmin, cumulative and windowed reductions (reductions.py)
 from jaxon._src.lax.reductions import reduce_sum as reduce_sum
+
+# --- dot_general (dot_general.py), conv_general_dilated (convolution.py)
+
+# --- sort, top_k (sorting.py)

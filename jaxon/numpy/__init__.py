@@ -12,7 +12,17 @@ from jaxon._src.numpy.lax_numpy import (
     zeros as zeros,
     zeros_like as zeros_like,
 )
+
+# --- reductions (reductions.py)
 from jaxon._src.numpy.reductions import sum as sum
+
+# --- shape manipulation: reshape, transpose, stack, … (lax_numpy.py, shape section)
+
+# --- indexing (indexing.py)
+
+# --- dot, matmul, sort (linear.py, sorting.py)
+
+# --- ufuncs (ufuncs.py)
 from jaxon._src.numpy.ufuncs import (
     add as add,
     cos as cos,

@@ -32,15 +32,23 @@ def _swap(binary: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
   return lambda x, y: binary(y, x)
 
 
+# Operators with a reflected twin: `__add__` and `__radd__` from one entry.
 _BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    # arithmetic, comparison, bitwise (ufuncs)
     "add": ufuncs.add, "sub": ufuncs.subtract, "mul": ufuncs.multiply,
     "truediv": ufuncs.true_divide,
+    # matmul (linear)
 }
 
 _METHODS: dict[str, Callable[..., Any]] = {
+    # unary operators (ufuncs)
     "__neg__": ufuncs.negative,
     "__pos__": lambda x: x,
+    # reductions
     "sum": reductions.sum,
+    # shape methods: reshape, transpose, T, squeeze, …
+    # indexing: __getitem__, at
+    # dot, sort, argsort
 }
 
 
