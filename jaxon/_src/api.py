@@ -11,7 +11,7 @@ import numpy as np
 from jaxon._src import core, dtypes, tree_util
 from jaxon._src.config import config
 from jaxon._src.core import ClosedJaxpr, ShapedArray
-from jaxon._src.interpreters import mlir
+from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.pjit import pjit_p
 from jaxon._src.xla import client, executable
@@ -320,3 +320,282 @@ def block_until_ready(x: Any) -> Any:
     if isinstance(leaf, Array):
       leaf.block_until_ready()
   return x
+
+
+# ----------------------------------------------------------------------------- autodiff
+
+
+def _check_input_dtype_for_grad(x: Any, argnum: int, holomorphic: bool, allow_int: bool
+                                ) -> None:
+  dt = core.get_aval(x).dtype
+  if holomorphic and not dtypes.is_complex(dt):
+    raise TypeError(f"grad with holomorphic=True requires inputs with complex dtype, but "
+                    f"argument {argnum} has dtype {dt.name}.")
+  if not allow_int and not dtypes.is_inexact(dt):
+    raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
+                    f"sub-dtype of np.inexact), but argument {argnum} has dtype {dt.name}. "
+                    "If you want to use Boolean- or integer-valued inputs, use vjp or set "
+                    "allow_int to True.")
+
+
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> Any:
+  """Forward mode: `(fun(*primals), J·tangents)`.
+
+  Example:
+    >>> jvp(jnp.sin, (0.0,), (1.0,))
+    (Array(0., dtype=float32, weak_type=True), Array(1., dtype=float32, weak_type=True))
+  """
+  if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+    raise TypeError("jvp expects primals and tangents to be tuples or lists of arguments, "
+                    f"got {type(primals).__name__} and {type(tangents).__name__}")
+  if len(primals) != len(tangents):
+    raise ValueError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+  flat_primals, in_tree = tree_util.tree_flatten((tuple(primals), {}))
+  flat_tangents, tangent_tree = tree_util.tree_flatten((tuple(tangents), {}))
+  if in_tree != tangent_tree:
+    raise TypeError(f"primal and tangent arguments to jvp must have the same tree structure; "
+                    f"primals have tree structure {in_tree} whereas tangents have {tangent_tree}")
+  for p, t in zip(flat_primals, flat_tangents):
+    p_aval, t_aval = core.get_aval(p), core.get_aval(t)
+    if p_aval.to_tangent_aval().dtype != t_aval.dtype or p_aval.shape != t_aval.shape:
+      raise TypeError(f"primal and tangent arguments to jvp must have matching shapes and "
+                      f"tangent dtypes; got primal {p_aval.str_short()} with tangent "
+                      f"{t_aval.str_short()} (expected tangent dtype "
+                      f"{p_aval.to_tangent_aval().dtype.name})")
+  out_tree_store: list = []
+  flat_fun = _flatten_fun(fun, in_tree, out_tree_store)
+  primal_outs, tangent_outs = ad.jvp_flat(flat_fun, flat_primals, flat_tangents)
+  tangent_outs = [ad.instantiate_zeros(t) for t in tangent_outs]
+  out_tree = out_tree_store[0]
+  if has_aux:
+    return _split_aux(out_tree, primal_outs, tangent_outs)
+  return out_tree.unflatten(primal_outs), out_tree.unflatten(tangent_outs)
+
+
+def _split_aux(out_tree: tree_util.PyTreeDef, primal_outs: list, tangent_outs: list) -> tuple:
+  main_tree, aux_tree = out_tree.children()
+  n = main_tree.num_leaves
+  return (main_tree.unflatten(primal_outs[:n]), main_tree.unflatten(tangent_outs[:n]),
+          aux_tree.unflatten(primal_outs[n:]))
+
+
+def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
+  """`(fun(*primals), f_jvp)` where `f_jvp(*tangents)` evaluates the linearized function."""
+  flat_primals, in_tree = tree_util.tree_flatten((primals, {}))
+  out_tree_store: list = []
+  flat_fun = _flatten_fun(fun, in_tree, out_tree_store)
+  primal_outs, jaxpr, residuals, _ = ad.linearize_flat(flat_fun, flat_primals)
+  out_tree = out_tree_store[0]
+  n_main = out_tree.children()[0].num_leaves if has_aux else len(primal_outs)
+
+  def f_jvp(*tangents: Any) -> Any:
+    flat_tangents = tree_util.tree_leaves(tangents)
+    outs = core.eval_jaxpr(jaxpr, residuals, *flat_tangents)
+    return (out_tree.children()[0] if has_aux else out_tree).unflatten(outs[:n_main])
+  if has_aux:
+    main_tree, aux_tree = out_tree.children()
+    return (main_tree.unflatten(primal_outs[:n_main]), f_jvp,
+            aux_tree.unflatten(primal_outs[n_main:]))
+  return out_tree.unflatten(primal_outs), f_jvp
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
+  """Reverse mode: `(fun(*primals), f_vjp)` where `f_vjp(cotangent)` returns the
+  cotangents of `primals` (a tuple)."""
+  flat_primals, in_tree = tree_util.tree_flatten((primals, {}))
+  out_tree_store: list = []
+  flat_fun = _flatten_fun(fun, in_tree, out_tree_store)
+  primal_outs, jaxpr, residuals, tangent_avals = ad.linearize_flat(flat_fun, flat_primals)
+  out_tree = out_tree_store[0]
+  main_tree = out_tree.children()[0] if has_aux else out_tree
+  n_main = main_tree.num_leaves
+  primal_in_avals = [core.get_aval(p) for p in flat_primals]
+
+  def f_vjp(cotangent: Any) -> tuple:
+    flat_cts, ct_tree = tree_util.tree_flatten(cotangent)
+    if ct_tree != main_tree:
+      raise TypeError(f"Tree structure of cotangent input {ct_tree} does not match the "
+                      f"structure of the primal output {main_tree}")
+    for ct, aval in zip(flat_cts, tangent_avals):
+      ct_aval = core.get_aval(ct)
+      if ct_aval.shape != aval.shape:
+        raise ValueError(f"Shape of cotangent input to vjp pullback function "
+                         f"{ct_aval.shape} must be the same as the shape of corresponding "
+                         f"primal input {aval.shape}.")
+    cts_out = list(flat_cts) + [ad.Zero(a) for a in tangent_avals[n_main:]]
+    cts_in = ad.backward_pass(jaxpr, residuals, cts_out)
+    cts_in = [_materialize_cotangent(ct, aval) for ct, aval in zip(cts_in, primal_in_avals)]
+    args_cts, _ = in_tree.unflatten(cts_in)
+    return args_cts
+  if has_aux:
+    aux_tree = out_tree.children()[1]
+    return (main_tree.unflatten(primal_outs[:n_main]), f_vjp,
+            aux_tree.unflatten(primal_outs[n_main:]))
+  return out_tree.unflatten(primal_outs), f_vjp
+
+
+def _materialize_cotangent(ct: Any, primal_aval: ShapedArray) -> Any:
+  if type(ct) is ad.Zero:
+    return ad.zeros_like_aval(primal_aval.to_tangent_aval())
+  return ct
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+  """A function returning `(fun(*args), grad of fun w.r.t. args[argnums])`; `fun` must
+  return a real scalar (or a complex one with holomorphic=True)."""
+  single = isinstance(argnums, int)
+  nums = (argnums,) if single else tuple(argnums)
+
+  @functools.wraps(fun)
+  def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+    for n in nums:
+      if n >= len(args):
+        raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                        f"least {n + 1} positional arguments, got {len(args)}")
+    dyn = tuple(args[n] for n in nums)
+    for n, x in zip(nums, dyn):
+      for leaf in tree_util.tree_leaves(x):
+        _check_input_dtype_for_grad(leaf, n, holomorphic, allow_int)
+
+    def partial_fun(*dyn_args: Any) -> Any:
+      full = list(args)
+      for n, a in zip(nums, dyn_args):
+        full[n] = a
+      return fun(*full, **kwargs)
+    if has_aux:
+      out, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
+    else:
+      out, f_vjp = vjp(partial_fun, *dyn)
+    _check_scalar_output(out, holomorphic)
+    ones = tree_util.tree_map(lambda o: _one_like(o), out)
+    grads = f_vjp(ones)
+    grads = grads[0] if single else tuple(grads)
+    return ((out, aux), grads) if has_aux else (out, grads)
+  return value_and_grad_f
+
+
+def _one_like(x: Any) -> Any:
+  from jaxon._src.lax import lax
+  aval = core.get_aval(x)
+  return lax.full((), 1, aval.dtype)
+
+
+def _check_scalar_output(out: Any, holomorphic: bool) -> None:
+  leaves = tree_util.tree_leaves(out)
+  if len(leaves) != 1 or core.get_aval(leaves[0]).shape != ():
+    shape = core.get_aval(leaves[0]).shape if len(leaves) == 1 else f"a pytree {out!r}"
+    raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: "
+                    f"{shape}.")
+  dt = core.get_aval(leaves[0]).dtype
+  if not holomorphic and not dtypes.is_float(dt):
+    raise TypeError(f"grad requires real-valued outputs (output dtype that is a sub-dtype of "
+                    f"np.floating), but got {dt.name}. For holomorphic differentiation, pass "
+                    "holomorphic=True. For differentiation of non-holomorphic functions "
+                    "involving complex outputs, use jax.vjp directly.")
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+  """The gradient of scalar-valued `fun` with respect to `args[argnums]`.
+
+  Example:
+    >>> grad(jnp.tanh)(1.0)
+    Array(0.41997433, dtype=float32, weak_type=True)
+  """
+  value_and_grad_f = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+  @functools.wraps(fun)
+  def grad_f(*args: Any, **kwargs: Any) -> Any:
+    if has_aux:
+      (_, aux), g = value_and_grad_f(*args, **kwargs)
+      return g, aux
+    _, g = value_and_grad_f(*args, **kwargs)
+    return g
+  return grad_f
+
+
+# ----------------------------------------------------------------------------- vmap
+
+
+def _mapped_axis_size(leaves: Sequence[Any], dims: Sequence[int | None]) -> int:
+  sizes = {core.get_aval(x).shape[d] for x, d in zip(leaves, dims) if d is not None}
+  if not sizes:
+    raise ValueError("vmap must have at least one non-None value in in_axes (or pass "
+                     "axis_size)")
+  if len(sizes) > 1:
+    detail = ", ".join(f"axis {d} of an argument of shape {core.get_aval(x).shape}"
+                       for x, d in zip(leaves, dims) if d is not None)
+    raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {detail}")
+  return sizes.pop()
+
+
+def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
+  """`prefix` (e.g. in_axes) expanded to one entry per leaf of `tree`."""
+  leaves_tree = tree_util.tree_structure(tree)
+  try:
+    out: list[Any] = []
+    tree_util.tree_map(lambda p, sub: out.extend([p] * tree_util.tree_structure(sub)
+                                                 .num_leaves),
+                       prefix, tree, is_leaf=lambda x: x is None)
+    return out
+  except ValueError as e:
+    raise ValueError(f"vmap {what} specification must be a tree prefix of the corresponding "
+                     f"value, got specification {prefix} for value tree {leaves_tree}.") from e
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable | None = None,
+         axis_size: int | None = None) -> Callable:
+  """Vectorizes `fun` over the axes `in_axes` of its arguments; outputs are stacked along
+  `out_axes`. `None` marks an argument or output that is not mapped.
+
+  Example:
+    >>> vmap(lambda x, y: x * y, in_axes=(0, None))(jnp.arange(3.0), 2.0)
+    Array([0., 2., 4.], dtype=float32)
+  """
+  if isinstance(in_axes, list):
+    in_axes = tuple(in_axes)
+
+  @functools.wraps(fun)
+  def vmap_f(*args: Any, **kwargs: Any) -> Any:
+    axes = in_axes if not isinstance(in_axes, (int, type(None))) else (in_axes,) * len(args)
+    if isinstance(axes, tuple) and len(axes) != len(args):
+      raise ValueError(f"vmap in_axes must be an int, None, or a tuple of entries "
+                       f"corresponding to the positional arguments passed to the function, "
+                       f"but got len(in_axes)={len(axes)}, len(args)={len(args)}")
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    dims = _broadcast_prefix((tuple(axes), 0), (args, kwargs), "in_axes")
+    dims = [None if d is None else _normalize_axis(d, core.get_aval(x).ndim, "in_axes")
+            for x, d in zip(leaves, dims)]
+    size = axis_size if axis_size is not None else _mapped_axis_size(leaves, dims)
+    out_tree_store: list = []
+    flat_fun = _flatten_fun(fun, in_tree, out_tree_store)
+    outs, out_dims = batching.batch_flat(flat_fun, leaves, dims, size, axis_name)
+    out_tree = out_tree_store[0]
+    want = _broadcast_prefix(out_axes, out_tree.unflatten([0] * out_tree.num_leaves),
+                             "out_axes")
+    outs = [_move_out_axis(o, d, w, size) for o, d, w in zip(outs, out_dims, want)]
+    return out_tree.unflatten(outs)
+  return vmap_f
+
+
+def _normalize_axis(d: int, ndim: int, what: str) -> int:
+  if not -ndim <= d < ndim:
+    raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
+                     f"implies that its rank should be at least {max(d + 1, -d)}, but is "
+                     f"only {ndim} (its shape is ...)")
+  return d % ndim
+
+
+def _move_out_axis(x: Any, have: int | None, want: int | None, size: int) -> Any:
+  from jaxon._src.lax import lax
+  if want is None:
+    if have is not None:
+      raise ValueError("vmap has mapped output but out_axes is None")
+    return x
+  if have is None:
+    x = lax.broadcast(x, (size,))
+    have = 0
+  ndim = core.get_aval(x).ndim
+  return batching.moveaxis(x, have, want % ndim)

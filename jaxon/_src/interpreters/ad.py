@@ -1,0 +1,275 @@
+"""Automatic differentiation: forward mode (JVP), and reverse mode as JVP followed by
+partial evaluation into a linear jaxpr and its transposition (seed 000's mechanism).
+
+- `JVPTrace` carries (primal, tangent) pairs; each primitive's rule in `primitive_jvps`
+  computes the output pair. Tangents that are known to be zero are the symbolic `Zero`,
+  never materialised unless a rule asks.
+- Linearization runs the JVP with tangents that are tracers of a `LinearizeTrace`: it
+  evaluates every operation whose inputs are all known (the primal computation) right away,
+  through its parent trace, and stages the rest (the tangent computation, linear in the
+  tangent inputs) into a jaxpr whose constants are the residuals.
+- `backward_pass` transposes that linear jaxpr: each primitive in it has a rule in
+  `primitive_transposes` that maps output cotangents to input cotangents; inputs that are
+  linear arrive as `UndefinedPrimal`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxon._src import core, dtypes
+from jaxon._src.core import Literal, ShapedArray, Var
+from jaxon._src.interpreters import batching, mlir
+from jaxon._src.interpreters import partial_eval as pe
+
+primitive_jvps: dict[core.Primitive, Callable] = {}
+primitive_transposes: dict[core.Primitive, Callable] = {}
+
+
+# ----------------------------------------------------------------------------- zeros
+
+
+class Zero:
+  """A symbolic zero tangent or cotangent of the given abstract value."""
+
+  __slots__ = ("aval",)
+
+  def __init__(self, aval: ShapedArray):
+    self.aval = aval
+
+  @staticmethod
+  def from_primal_value(x: Any) -> Zero:
+    return Zero(core.get_aval(x).to_tangent_aval())
+
+  def __repr__(self) -> str:
+    return f"Zero({self.aval.str_short()})"
+
+
+def zeros_like_aval(aval: ShapedArray) -> Any:
+  """A materialised zero of `aval` (float0 zeros are NumPy arrays: they carry no data)."""
+  if aval.dtype == dtypes.float0:
+    return np.zeros(aval.shape, dtypes.float0)
+  from jaxon._src.lax import lax  # lax sits above the interpreters
+  return lax.full(aval.shape, 0, aval.dtype)
+
+
+def instantiate_zeros(t: Any) -> Any:
+  return zeros_like_aval(t.aval) if type(t) is Zero else t
+
+
+add_jaxvals_p = core.Primitive("add_any")
+
+
+def add_tangents(x: Any, y: Any) -> Any:
+  """Sums two tangents (or cotangents), skipping symbolic zeros."""
+  if type(x) is Zero:
+    return y
+  if type(y) is Zero:
+    return x
+  return add_jaxvals_p.bind(x, y)
+
+
+# ----------------------------------------------------------------------------- JVP
+
+
+class JVPTracer(core.Tracer):
+  __slots__ = ("primal", "tangent")
+
+  def __init__(self, trace: JVPTrace, primal: Any, tangent: Any):
+    self._trace = trace
+    self.primal = primal
+    self.tangent = tangent
+
+  @property
+  def aval(self) -> ShapedArray:
+    return core.get_aval(self.primal)
+
+  def to_concrete_value(self) -> Any:
+    primal = self.primal
+    if isinstance(primal, core.Tracer):
+      return primal.to_concrete_value()
+    return primal
+
+
+class JVPTrace(core.Trace):
+  def __init__(self, parent: core.Trace):
+    super().__init__()
+    self.parent = parent
+
+  def to_primal_tangent(self, x: Any) -> tuple[Any, Any]:
+    if isinstance(x, JVPTracer) and x._trace is self:
+      return x.primal, x.tangent
+    self.check_not_escaped(x)
+    return x, Zero.from_primal_value(x)
+
+  def process_primitive(self, primitive: core.Primitive, args: Sequence[Any],
+                        params: dict) -> Any:
+    primals, tangents = zip(*map(self.to_primal_tangent, args)) if args else ((), ())
+    if all(type(t) is Zero for t in tangents):
+      return primitive.bind_with_trace(self.parent, primals, params)
+    rule = primitive_jvps.get(primitive)
+    if rule is None:
+      raise NotImplementedError(f"Differentiation rule for '{primitive.name}' not "
+                                "implemented")
+    with core.set_current_trace(self.parent):
+      primal_out, tangent_out = rule(primals, tangents, **params)
+    if primitive.multiple_results:
+      return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
+    return JVPTracer(self, primal_out, tangent_out)
+
+
+def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
+             tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+  """Runs `fun` (flat in, flat out) on (primal, tangent) pairs."""
+  trace = JVPTrace(core.current_trace())
+  in_tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
+  try:
+    with core.set_current_trace(trace):
+      outs = fun(*in_tracers)
+    pairs = [trace.to_primal_tangent(x) for x in outs]
+  finally:
+    trace.invalidate()
+  return [p for p, _ in pairs], [t for _, t in pairs]
+
+
+# ----------------------------------------------------------------------------- linearize
+
+
+class LinearizeTrace(pe.DynamicJaxprTrace):
+  """Stages only operations that touch its own (tangent) tracers; evaluates the rest
+  through the parent trace, so the primal computation runs on concrete values."""
+
+  def process_primitive(self, primitive: core.Primitive, args: Sequence[Any],
+                        params: dict) -> Any:
+    if not any(isinstance(x, pe.DynamicJaxprTracer) and x._trace is self for x in args):
+      return primitive.bind_with_trace(self.parent, args, params)
+    return super().process_primitive(primitive, args, params)
+
+
+def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]
+                   ) -> tuple[list[Any], core.Jaxpr, list[Any], list[Any]]:
+  """The primal outputs of `fun` and its linear tangent map as a jaxpr.
+
+  Returns (primal_outs, linear_jaxpr, residuals, out_tangent_avals): the jaxpr takes the
+  residuals as constvars and the input tangents as invars.
+  """
+  lin_trace = LinearizeTrace(core.current_trace())
+  tangent_in = [lin_trace.new_arg(core.get_aval(p).to_tangent_aval()) for p in primals]
+  try:
+    with core.set_current_trace(lin_trace):
+      primal_outs, tangent_outs = jvp_flat(fun, primals, tangent_in)
+    tangent_outs = [instantiate_zeros(t) if type(t) is Zero else t for t in tangent_outs]
+    jaxpr, residuals = lin_trace.to_jaxpr(tangent_outs)
+  finally:
+    lin_trace.invalidate()
+  return primal_outs, jaxpr, residuals, [core.get_aval(t) for t in tangent_outs]
+
+
+# ----------------------------------------------------------------------------- transpose
+
+
+class UndefinedPrimal:
+  """A linear input of a primitive being transposed: only its abstract value is known."""
+
+  __slots__ = ("aval",)
+
+  def __init__(self, aval: ShapedArray):
+    self.aval = aval
+
+  def __repr__(self) -> str:
+    return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined_primal(x: Any) -> bool:
+  return type(x) is UndefinedPrimal
+
+
+def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents_out: Sequence[Any]
+                  ) -> list[Any]:
+  """Cotangents of `jaxpr`'s invars (all linear) given its outputs' cotangents."""
+  ct_env: dict[Var, Any] = {}
+  const_env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
+  linear = set(jaxpr.invars)
+
+  def read_primal(atom: core.Atom) -> Any:
+    if type(atom) is Literal:
+      return atom.val
+    return UndefinedPrimal(atom.aval) if atom in linear else const_env[atom]
+
+  def write_ct(v: core.Atom, ct: Any) -> None:
+    if type(v) is Literal or ct is None or v not in linear:
+      return
+    ct_env[v] = add_tangents(ct_env[v], ct) if v in ct_env else ct
+
+  for eqn in jaxpr.eqns:  # forward: evaluate what does not depend on the linear inputs
+    if any(type(a) is not Literal and a in linear for a in eqn.invars):
+      linear.update(eqn.outvars)
+    else:
+      outs = eqn.primitive.bind(*map(read_primal, eqn.invars), **eqn.params)
+      const_env.update(zip(eqn.outvars, outs if eqn.primitive.multiple_results else [outs]))
+  for v, ct in zip(jaxpr.outvars, cotangents_out):
+    write_ct(v, ct)
+  for eqn in reversed(jaxpr.eqns):
+    cts_out = [ct_env.pop(v, Zero(v.aval)) for v in eqn.outvars]
+    if all(type(ct) is Zero for ct in cts_out):
+      continue
+    rule = primitive_transposes.get(eqn.primitive)
+    if rule is None:
+      raise NotImplementedError(f"Transpose rule (for reverse-mode differentiation) for "
+                                f"'{eqn.primitive.name}' not implemented")
+    ct_arg = cts_out if eqn.primitive.multiple_results else cts_out[0]
+    cts_in = rule(ct_arg, *map(read_primal, eqn.invars), **eqn.params)
+    for v, ct in zip(eqn.invars, cts_in):
+      write_ct(v, ct)
+  return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
+
+
+# ----------------------------------------------------------------------------- add_any
+
+
+def _add_any_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
+  return x
+
+
+def _add_any_impl(x: Any, y: Any) -> Any:
+  from jaxon._src.lax import lax
+  return lax.add(x, y)
+
+
+def _add_any_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+  return [ct, ct]
+
+
+add_jaxvals_p.def_abstract_eval(_add_any_abstract_eval)
+add_jaxvals_p.def_impl(_add_any_impl)
+primitive_transposes[add_jaxvals_p] = _add_any_transpose
+mlir.register_lowering(add_jaxvals_p, lambda ctx, x, y: [hlo.add(x, y)])
+batching.defbroadcasting(add_jaxvals_p)
+primitive_jvps[add_jaxvals_p] = lambda primals, tangents: (
+    add_jaxvals_p.bind(*primals), add_tangents(*tangents))
+
+
+def defjvp(primitive: core.Primitive, *jvp_rules: Callable | None) -> None:
+  """One rule per operand, `rule(tangent, *primals, **params) -> output tangent`; the
+  output tangent is their sum (None marks an operand the output does not depend on)."""
+  def rule(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple:
+    primal_out = primitive.bind(*primals, **params)
+    tangent_out = Zero(core.get_aval(primal_out).to_tangent_aval())
+    for jvp, t in zip(jvp_rules, tangents):
+      if jvp is not None and type(t) is not Zero:
+        tangent_out = add_tangents(tangent_out, jvp(t, *primals, **params))
+    return primal_out, tangent_out
+  primitive_jvps[primitive] = rule
+
+
+def deflinear(primitive: core.Primitive, transpose_rule: Callable) -> None:
+  """A primitive linear in all operands: its JVP applies it to the tangents."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple:
+    primal_out = primitive.bind(*primals, **params)
+    tangents = [instantiate_zeros(t) for t in tangents]
+    return primal_out, primitive.bind(*tangents, **params)
+  primitive_jvps[primitive] = jvp
+  primitive_transposes[primitive] = transpose_rule

@@ -1,0 +1,158 @@
+"""Batching (vmap): each value carries the dimension along which it is mapped.
+
+A `BatchTracer` holds a value with an extra batch dimension at `batch_dim` (or `not_mapped`
+when the value is the same for every example). Each primitive's rule in
+`primitive_batchers` takes `(values, batch_dims, **params)` and returns the batched output
+and its batch dimension; rules move batch dimensions only when they must.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from jaxon._src import core
+from jaxon._src.core import ShapedArray
+
+not_mapped = None
+
+primitive_batchers: dict[core.Primitive, Callable] = {}
+
+
+class BatchTracer(core.Tracer):
+  __slots__ = ("val", "batch_dim")
+
+  def __init__(self, trace: BatchTrace, val: Any, batch_dim: int | None):
+    self._trace = trace
+    self.val = val
+    self.batch_dim = batch_dim
+
+  @property
+  def aval(self) -> ShapedArray:
+    aval = core.get_aval(self.val)
+    if self.batch_dim is not_mapped:
+      return aval
+    shape = aval.shape[:self.batch_dim] + aval.shape[self.batch_dim + 1:]
+    return aval.update(shape=shape)
+
+
+class BatchTrace(core.Trace):
+  def __init__(self, parent: core.Trace, axis_size: int, axis_name: Hashable | None):
+    super().__init__()
+    self.parent = parent
+    self.axis_size = axis_size
+    self.axis_name = axis_name
+
+  def to_batch_info(self, x: Any) -> tuple[Any, int | None]:
+    if isinstance(x, BatchTracer) and x._trace is self:
+      return x.val, x.batch_dim
+    self.check_not_escaped(x)
+    return x, not_mapped
+
+  def process_primitive(self, primitive: core.Primitive, args: Sequence[Any],
+                        params: dict) -> Any:
+    vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
+    if all(d is not_mapped for d in dims):
+      return primitive.bind_with_trace(self.parent, vals, params)
+    rule = primitive_batchers.get(primitive)
+    if rule is None:
+      raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
+    with core.set_current_trace(self.parent):
+      out, out_dim = rule(vals, dims, **params)
+    if primitive.multiple_results:
+      return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
+    return BatchTracer(self, out, out_dim)
+
+
+def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
+               in_dims: Sequence[int | None], axis_size: int, axis_name: Hashable | None
+               ) -> tuple[list[Any], list[int | None]]:
+  """Runs `fun` (flat in, flat out) with `args` mapped along `in_dims`; returns the
+  outputs and the dimension each is mapped along."""
+  trace = BatchTrace(core.current_trace(), axis_size, axis_name)
+  in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
+                for x, d in zip(args, in_dims)]
+  try:
+    with core.set_current_trace(trace):
+      outs = fun(*in_tracers)
+    infos = [trace.to_batch_info(x) for x in outs]
+  finally:
+    trace.invalidate()
+  return [v for v, _ in infos], [d for _, d in infos]
+
+
+# ----------------------------------------------------------------------------- rule helpers
+
+
+def moveaxis(x: Any, src: int, dst: int) -> Any:
+  ndim = core.get_aval(x).ndim
+  src, dst = src % ndim, dst % ndim
+  if src == dst:
+    return x
+  from jaxon._src.lax import shape_ops  # lax sits above the interpreters
+  perm = [i for i in range(ndim) if i != src]
+  perm.insert(dst, src)
+  return shape_ops.transpose(x, tuple(perm))
+
+
+def bdim_at_front(x: Any, bdim: int | None, size: int) -> Any:
+  """`x` with its batch dimension first (broadcast to `size` if it is not mapped)."""
+  if bdim is not_mapped:
+    from jaxon._src.lax import lax
+    return lax.broadcast(x, (size,))
+  return moveaxis(x, bdim, 0)
+
+
+def vectorized_batcher(primitive: core.Primitive) -> Callable:
+  """For unary elementwise primitives: batching is applying the primitive as is."""
+  def rule(vals: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple:
+    (x,), (d,) = vals, dims
+    return primitive.bind(x, **params), d
+  return rule
+
+
+def broadcast_batcher(primitive: core.Primitive) -> Callable:
+  """For n-ary elementwise primitives. When every mapped operand has the full rank and the
+  same batch dimension, unmapped operands get a size-1 dimension there and nothing moves;
+  otherwise batch dimensions go to the front. Rank-0 operands broadcast on their own."""
+  def rule(vals: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple:
+    ranks = [core.get_aval(v).ndim - (d is not not_mapped) for v, d in zip(vals, dims)]
+    rank = max(ranks)
+    mapped_dims = {d for d, r in zip(dims, ranks) if d is not not_mapped}
+    mapped_full = all(r == rank for d, r in zip(dims, ranks) if d is not not_mapped)
+    if len(mapped_dims) == 1 and mapped_full:
+      bdim = mapped_dims.pop()
+      vals = [_insert_unit_dim(v, bdim) if d is not_mapped and r else v
+              for v, d, r in zip(vals, dims, ranks)]
+    else:
+      bdim = 0
+      vals = [_batch_at_front(v, d, r, rank) for v, d, r in zip(vals, dims, ranks)]
+    return primitive.bind(*vals, **params), bdim
+  return rule
+
+
+def _insert_unit_dim(x: Any, dim: int) -> Any:
+  from jaxon._src.lax import lax
+  shape = list(core.get_aval(x).shape)
+  out_dims = [i for i in range(len(shape) + 1) if i != dim]
+  shape.insert(dim, 1)
+  return lax.broadcast_in_dim(x, tuple(shape), out_dims)
+
+
+def _batch_at_front(x: Any, d: int | None, rank: int, out_rank: int) -> Any:
+  """Batch dimension first; a mapped scalar becomes (B, 1, …, 1) to broadcast."""
+  if d is not_mapped:
+    return _insert_unit_dim(x, 0) if rank else x
+  x = moveaxis(x, d, 0)
+  if rank == out_rank:
+    return x
+  from jaxon._src.lax import lax
+  size = core.get_aval(x).shape[0]
+  return lax.broadcast_in_dim(x, (size,) + (1,) * out_rank, (0,))
+
+
+def defvectorized(primitive: core.Primitive) -> None:
+  primitive_batchers[primitive] = vectorized_batcher(primitive)
+
+
+def defbroadcasting(primitive: core.Primitive) -> None:
+  primitive_batchers[primitive] = broadcast_batcher(primitive)
