@@ -15,10 +15,16 @@ from jaxon._src.api import (
     device_put as device_put,
     devices as devices,
     eval_shape as eval_shape,
+    grad as grad,
     jit as jit,
+    jvp as jvp,
+    linearize as linearize,
     local_device_count as local_device_count,
     local_devices as local_devices,
     make_jaxpr as make_jaxpr,
+    value_and_grad as value_and_grad,
+    vjp as vjp,
+    vmap as vmap,
 )
 from jaxon._src.tree_util import (
     tree_flatten as tree_flatten,

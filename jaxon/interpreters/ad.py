@@ -1,0 +1,15 @@
+"""jaxon.interpreters.ad: JVP and transpose rule tables (seed 000's `jax.interpreters.ad`)."""
+from jaxon._src.interpreters.ad import (
+    JVPTrace as JVPTrace,
+    JVPTracer as JVPTracer,
+    UndefinedPrimal as UndefinedPrimal,
+    Zero as Zero,
+    add_jaxvals_p as add_jaxvals_p,
+    backward_pass as backward_pass,
+    defjvp as defjvp,
+    deflinear as deflinear,
+    instantiate_zeros as instantiate_zeros,
+    is_undefined_primal as is_undefined_primal,
+    primitive_jvps as primitive_jvps,
+    primitive_transposes as primitive_transposes,
+)

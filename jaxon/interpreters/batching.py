@@ -1,0 +1,9 @@
+"""jaxon.interpreters.batching: batching rule table (seed 000's `jax.interpreters.batching`)."""
+from jaxon._src.interpreters.batching import (
+    BatchTrace as BatchTrace,
+    BatchTracer as BatchTracer,
+    defbroadcasting as defbroadcasting,
+    defvectorized as defvectorized,
+    not_mapped as not_mapped,
+    primitive_batchers as primitive_batchers,
+)
