@@ -144,14 +144,16 @@ def iinfo(dt: Any) -> ml_dtypes.iinfo:
 _WEAK_INT, _WEAK_FLOAT, _WEAK_COMPLEX = "i*", "f*", "c*"
 
 
-def _lattice_edges() -> dict[Any, list[Any]]:
+def _lattice_edges(x64: bool) -> dict[Any, list[Any]]:
+  """Each node's immediate successors. Without x64, no promotion may make a 64-bit type
+  from 32-bit inputs: the one edge that would (uint32 x int32 -> int64) goes to int32."""
   d = np.dtype
   u8, u16, u32, u64 = d(uint8), d(uint16), d(uint32), d(uint64)
   i8, i16, i32, i64 = d(int8), d(int16), d(int32), d(int64)
   f32, f64, c64, c128 = d(float32), d(float64), d(complex64), d(complex128)
   return {
       _BOOL: [_WEAK_INT],
-      u8: [i16, u16], u16: [i32, u32], u32: [i64, u64], u64: [_WEAK_FLOAT],
+      u8: [i16, u16], u16: [i32, u32], u32: [i64 if x64 else i32, u64], u64: [_WEAK_FLOAT],
       _WEAK_INT: [u8, i8], i8: [i16], i16: [i32], i32: [i64], i64: [_WEAK_FLOAT],
       _WEAK_FLOAT: [*_FP8_DTYPES, _BF16, _F16, _WEAK_COMPLEX],
       **{fp8: [] for fp8 in _FP8_DTYPES},
@@ -160,22 +162,26 @@ def _lattice_edges() -> dict[Any, list[Any]]:
   }
 
 
-_LATTICE_EDGES = _lattice_edges()
+_LATTICE_EDGES = {x64: _lattice_edges(x64) for x64 in (False, True)}
 
 
 @functools.cache
-def _upper_bounds(node: Any) -> frozenset:
-  return frozenset({node}).union(*(_upper_bounds(n) for n in _LATTICE_EDGES[node]))
+def _upper_bounds(node: Any, x64: bool) -> frozenset:
+  return frozenset({node}).union(*(_upper_bounds(n, x64) for n in _LATTICE_EDGES[x64][node]))
 
 
 class TypePromotionError(ValueError):
   pass
 
 
-@functools.cache
 def _join(a: Any, b: Any) -> Any:
-  common = _upper_bounds(a) & _upper_bounds(b)
-  least = [n for n in common if common <= _upper_bounds(n)]
+  return _join_in(a, b, x64_enabled())
+
+
+@functools.cache
+def _join_in(a: Any, b: Any, x64: bool) -> Any:
+  common = _upper_bounds(a, x64) & _upper_bounds(b, x64)
+  least = [n for n in common if common <= _upper_bounds(n, x64)]
   if not least:
     raise TypePromotionError(
         f"Input dtypes {_node_name(a)!r} and {_node_name(b)!r} have no available implicit "
@@ -202,15 +208,29 @@ _WEAK_NODE_DTYPE = {_WEAK_INT: default_int_dtype, _WEAK_FLOAT: default_float_dty
                     _WEAK_COMPLEX: default_complex_dtype}
 
 
+_PY_TYPE_NODES = ((int, _WEAK_INT), (float, _WEAK_FLOAT), (complex, _WEAK_COMPLEX))
+_WEAK_NODE_PY_DTYPE = {_WEAK_INT: np.dtype(int64), _WEAK_FLOAT: np.dtype(float64),
+                       _WEAK_COMPLEX: np.dtype(complex128)}
+
+
 def promote_types(a: Any, b: Any) -> np.dtype:
-  """The dtype both `a` and `b` promote to (both taken as strongly typed)."""
-  node = _join(np.dtype(a), np.dtype(b))
-  return np.dtype(node) if not isinstance(node, str) else _WEAK_NODE_DTYPE[node]()
+  """The dtype both `a` and `b` promote to. Dtypes are strong; the Python types `int`,
+  `float` and `complex` are weak (`promote_types('uint8', int)` is uint8). Like JAX, the
+  result is not canonicalized: a weak result is the 64-bit type of its kind."""
+  node = _join(_type_node(a), _type_node(b))
+  return _WEAK_NODE_PY_DTYPE[node] if isinstance(node, str) else np.dtype(node)
+
+
+def _type_node(t: Any) -> Any:
+  # Identity, not `==`: np.dtype('int64') == int is True.
+  return next((node for py_type, node in _PY_TYPE_NODES if t is py_type), None) or np.dtype(t)
 
 
 def _dtype_and_weakness(x: Any) -> tuple[np.dtype, bool]:
   if type(x) in (int, float, complex):
     return _PY_SCALAR_DTYPES[type(x)], True
+  if any(x is t for t in (int, float, complex)):
+    return _PY_SCALAR_DTYPES[x], True
   if isinstance(x, (np.dtype, str)) or (isinstance(x, type) and issubclass(x, np.generic)):
     return np.dtype(x), False
   return dtype(x), is_weakly_typed(x)

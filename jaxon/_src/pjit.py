@@ -35,13 +35,16 @@ def _pjit_pp_rule(eqn: JaxprEqn, context: PrintContext) -> pp.Doc:
   defined = {v for e in inner.eqns for v in e.outvars}
   for inner_var in defined:
     context.names.pop(inner_var, None)
+  named_after: set[core.Var] = set()  # an outer var passed twice names only the first binder
   for inner_var, outer in zip(inner.invars, eqn.invars):
-    if type(outer) is Literal:
+    if type(outer) is Literal or outer in named_after:
       context.names.pop(inner_var, None)
     else:
+      named_after.add(outer)
       context.names[inner_var] = context.name(outer)
   for inner_out, outer in zip(inner.outvars, eqn.outvars):
-    if inner_out in defined and inner.outvars.count(inner_out) == 1:
+    if (inner_out in defined and inner.outvars.count(inner_out) == 1
+        and not isinstance(outer, core.DropVar)):
       context.names[inner_out] = context.name(outer)
   return core.pp_standard_eqn(eqn, context, param_order=("name", "jaxpr"))
 

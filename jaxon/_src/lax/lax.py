@@ -1,17 +1,23 @@
-"""Elementwise primitives, dtype conversion and broadcasting.
+"""Elementwise primitives, selection, iota, dtype conversion and broadcasting.
 
 Every elementwise primitive is one row of a table: its name, the dtypes it accepts, its
-StableHLO op; `_unary`/`_binary` build the primitive, its abstract eval and its lowering.
-Operands of a binary op have equal dtypes and shapes that broadcast (rank-0 operands, and
-size-1 dimensions of equal-rank operands).
+StableHLO op; `_elementwise` builds the primitive, its abstract eval and its lowering.
+Operands of an n-ary op have equal dtypes (no implicit promotion: that is jaxon.numpy's job)
+and shapes that broadcast: rank-0 operands, and size-1 dimensions of equal-rank operands.
+Rows whose lowering needs the avals or params (`round`, `integer_pow`, `sign`, …) register
+their own rule right below the table.
 """
 from __future__ import annotations
 
+import builtins
+import enum
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes
@@ -20,14 +26,22 @@ from jaxon._src.interpreters import mlir
 from jaxon._src.lax import utils
 from jaxon._src.xla.array import Array, device_put_numpy
 
+# Dtype classes an operand may belong to (checked with dtypes.issubdtype).
 _float = (np.floating,)
 _complex = (np.complexfloating,)
 _inexact = (np.inexact,)
 _int = (np.integer,)
+_signedint = (np.signedinteger,)
 _bool = (np.bool_,)
 _num = (np.number,)
 _any = (np.number, np.bool_)
+_ordered = (np.integer, np.floating, np.bool_)
 _int_or_bool = (np.integer, np.bool_)
+_complex_elem = (np.float32, np.float64)  # the parts of complex64 / complex128
+
+_REAL_OF_COMPLEX = {np.dtype(np.complex64): np.dtype(np.float32),
+                    np.dtype(np.complex128): np.dtype(np.float64)}
+_COMPLEX_OF_REAL = {v: k for k, v in _REAL_OF_COMPLEX.items()}
 
 
 # ----------------------------------------------------------------------------- lowering helpers
@@ -45,109 +59,786 @@ def broadcast_to_out(ctx: mlir.LoweringRuleContext, args: Sequence[ir.Value]) ->
 
 
 def _nary_lowering(op: Callable[..., ir.Value]) -> mlir.LoweringRule:
-  def rule(ctx: mlir.LoweringRuleContext, *args: ir.Value) -> list[ir.Value]:
+  def rule(ctx: mlir.LoweringRuleContext, *args: ir.Value, **params: Any) -> list[ir.Value]:
     return [op(*broadcast_to_out(ctx, args))]
   return rule
 
 
+def compare_hlo(x: ir.Value, y: ir.Value, direction: str, dtype: np.dtype) -> ir.Value:
+  """`stablehlo.compare` with the comparison type XLA needs for `dtype`."""
+  if dtypes.is_inexact(dtype):
+    kind = "FLOAT"
+  elif dtypes.issubdtype(dtype, np.unsignedinteger) or dtype == np.bool_:
+    kind = "UNSIGNED"
+  else:
+    kind = "SIGNED"
+  return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                     compare_type=hlo.ComparisonTypeAttr.get(kind))
+
+
 # ----------------------------------------------------------------------------- elementwise
 
-def _unary(name: str, accepted: Sequence[Any], op: Callable[..., ir.Value] | None,
-           dtype_rule: Callable[..., Any] | None = None) -> core.Primitive:
-  def shape_rule(x: ShapedArray, **params: Any) -> tuple[int, ...]:
-    utils.check_dtypes(name, accepted, x)
-    return x.shape
-  prim = utils.standard_primitive(name, shape_rule, dtype_rule or utils.input_dtype)
-  if op is not None:
-    mlir.register_lowering(prim, _nary_lowering(op))
-  return prim
+def _strong(*avals: ShapedArray, **params: Any) -> bool:
+  """Weak-type rule of ops whose output dtype does not come from a Python scalar (bool)."""
+  return False
 
 
-def _binary(name: str, accepted: Sequence[Any], op: Callable[..., ir.Value] | None,
-            dtype_rule: Callable[..., Any] | None = None) -> core.Primitive:
+def _fixed_dtype(dtype: Any) -> Callable[..., np.dtype]:
+  return lambda *avals, **params: np.dtype(dtype)
+
+
+def _real_dtype(aval: ShapedArray, *avals: ShapedArray, **params: Any) -> np.dtype:
+  return _REAL_OF_COMPLEX.get(aval.dtype, aval.dtype)
+
+
+def _complex_dtype(aval: ShapedArray, *avals: ShapedArray, **params: Any) -> np.dtype:
+  return _COMPLEX_OF_REAL.get(aval.dtype, aval.dtype)
+
+
+def _elementwise(name: str, accepted: Sequence[Any], op: Callable[..., ir.Value] | None, *,
+                 result_dtype: Callable[..., np.dtype] = utils.input_dtype,
+                 weak_type_rule: Callable[..., bool] | None = None,
+                 same_dtypes: bool = True) -> core.Primitive:
+  """An elementwise primitive whose operands' dtypes are all subtypes of `accepted`.
+
+  `op` builds the StableHLO result from the (broadcast) operand values; rows that pass
+  None register a lowering rule of their own.
+  """
   def shape_rule(*avals: ShapedArray, **params: Any) -> tuple[int, ...]:
-    utils.check_dtypes(name, accepted, *avals)
-    utils.check_same_dtypes(name, *avals)
     return utils.broadcasting_shape(name, *avals)
-  prim = utils.standard_primitive(name, shape_rule, dtype_rule or utils.input_dtype)
+
+  def dtype_rule(*avals: ShapedArray, **params: Any) -> np.dtype:
+    utils.check_dtypes(name, accepted, *avals)
+    if same_dtypes:
+      utils.check_same_dtypes(name, *avals)
+    return result_dtype(*avals, **params)
+
+  prim = utils.standard_primitive(name, shape_rule, dtype_rule, weak_type_rule)
   if op is not None:
     mlir.register_lowering(prim, _nary_lowering(op))
   return prim
 
 
-neg_p = _unary("neg", _num, hlo.negate)
-sin_p = _unary("sin", _inexact, hlo.sine)
-cos_p = _unary("cos", _inexact, hlo.cosine)
-tanh_p = _unary("tanh", _inexact, hlo.tanh)
-exp_p = _unary("exp", _inexact, hlo.exponential)
-log_p = _unary("log", _inexact, hlo.log)
+# --- unary arithmetic and transcendental functions
 
-add_p = _binary("add", _any, hlo.add)
-sub_p = _binary("sub", _num, hlo.subtract)
-mul_p = _binary("mul", _any, hlo.multiply)
-div_p = _binary("div", _num, hlo.divide)
-max_p = _binary("max", _any, hlo.maximum)
-min_p = _binary("min", _any, hlo.minimum)
+neg_p = _elementwise("neg", _num, hlo.negate)
+sign_p = _elementwise("sign", _num, None)
+floor_p = _elementwise("floor", _float, hlo.floor)
+ceil_p = _elementwise("ceil", _float, hlo.ceil)
+round_p = _elementwise("round", _float, None)
+is_finite_p = _elementwise("is_finite", _float, hlo.is_finite, result_dtype=_fixed_dtype(bool),
+                           weak_type_rule=_strong)
+abs_p = _elementwise("abs", (*_signedint, *_inexact), hlo.abs, result_dtype=_real_dtype)
+exp_p = _elementwise("exp", _inexact, hlo.exponential)
+exp2_p = _elementwise("exp2", _inexact, None)
+log_p = _elementwise("log", _inexact, hlo.log)
+log1p_p = _elementwise("log1p", _inexact, hlo.log_plus_one)
+expm1_p = _elementwise("expm1", _inexact, hlo.exponential_minus_one)
+sqrt_p = _elementwise("sqrt", _inexact, hlo.sqrt)
+rsqrt_p = _elementwise("rsqrt", _inexact, hlo.rsqrt)
+cbrt_p = _elementwise("cbrt", _float, hlo.cbrt)
+logistic_p = _elementwise("logistic", _inexact, hlo.logistic)
+sin_p = _elementwise("sin", _inexact, hlo.sine)
+cos_p = _elementwise("cos", _inexact, hlo.cosine)
+tan_p = _elementwise("tan", _inexact, chlo.tan)
+asin_p = _elementwise("asin", _inexact, chlo.asin)
+acos_p = _elementwise("acos", _inexact, chlo.acos)
+atan_p = _elementwise("atan", _inexact, chlo.atan)
+sinh_p = _elementwise("sinh", _inexact, chlo.sinh)
+cosh_p = _elementwise("cosh", _inexact, chlo.cosh)
+tanh_p = _elementwise("tanh", _inexact, hlo.tanh)
+asinh_p = _elementwise("asinh", _inexact, chlo.asinh)
+acosh_p = _elementwise("acosh", _inexact, chlo.acosh)
+atanh_p = _elementwise("atanh", _inexact, chlo.atanh)
+lgamma_p = _elementwise("lgamma", _float, chlo.lgamma)
+digamma_p = _elementwise("digamma", _float, chlo.digamma)
+erf_p = _elementwise("erf", _float, chlo.erf)
+erfc_p = _elementwise("erfc", _float, chlo.erfc)
+erf_inv_p = _elementwise("erf_inv", _float, chlo.erf_inv)
+real_p = _elementwise("real", _complex, hlo.real, result_dtype=_real_dtype)
+imag_p = _elementwise("imag", _complex, hlo.imag, result_dtype=_real_dtype)
+conj_p = _elementwise("conj", (*_complex_elem, *_complex), None, result_dtype=_complex_dtype)
+
+
+def _sign_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Value]:
+  """XLA's sign has no unsigned form: there it is `x != 0`."""
+  aval = ctx.avals_in[0]
+  if not dtypes.issubdtype(aval.dtype, np.unsignedinteger):
+    return [hlo.sign(x)]
+  zero, one = mlir.full_like_aval(0, aval), mlir.full_like_aval(1, aval)
+  return [hlo.select(compare_hlo(x, zero, "EQ", aval.dtype), zero, one)]
+
+
+class RoundingMethod(enum.IntEnum):
+  """How `round` breaks ties: away from zero (C's `round`) or to the even neighbour
+  (NumPy's `round`, IEEE's default)."""
+  AWAY_FROM_ZERO = 0
+  TO_NEAREST_EVEN = 1
+
+
+def _round_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
+                    rounding_method: RoundingMethod) -> list[ir.Value]:
+  if rounding_method == RoundingMethod.AWAY_FROM_ZERO:
+    return [hlo.round_nearest_afz(x)]
+  return [hlo.round_nearest_even(x)]
+
+
+def _exp2_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Value]:
+  """2**x as e**(x log 2): StableHLO has no exp2."""
+  return [hlo.exponential(hlo.multiply(mlir.full_like_aval(np.log(2), ctx.avals_in[0]), x))]
+
+
+def _conj_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
+                   input_dtype: np.dtype) -> list[ir.Value]:
+  """conj(a+bi) = a-bi; a real operand becomes complex with zero imaginary part."""
+  aval = ctx.avals_in[0]
+  if dtypes.is_complex(aval.dtype):
+    return [hlo.complex(hlo.real(x), hlo.negate(hlo.imag(x)))]
+  return [hlo.complex(x, mlir.full_like_aval(0, aval))]
+
+
+mlir.register_lowering(sign_p, _sign_lowering)
+mlir.register_lowering(round_p, _round_lowering)
+mlir.register_lowering(exp2_p, _exp2_lowering)
+mlir.register_lowering(conj_p, _conj_lowering)
 
 
 def neg(x: Any) -> Any:
-  r"""Elementwise negation: :math:`-x`."""
+  r"""Elementwise negation :math:`-x` (integers wrap around: `neg(INT_MIN) == INT_MIN`)."""
   return neg_p.bind(x)
 
 
+def sign(x: Any) -> Any:
+  r"""Elementwise sign: -1, 0 or 1 (NaN for NaN); :math:`x / |x|` for complex `x`."""
+  return sign_p.bind(x)
+
+
+def floor(x: Any) -> Any:
+  r"""Elementwise floor :math:`\lfloor x \rfloor` of a floating-point array."""
+  return floor_p.bind(x)
+
+
+def ceil(x: Any) -> Any:
+  r"""Elementwise ceiling :math:`\lceil x \rceil` of a floating-point array."""
+  return ceil_p.bind(x)
+
+
+def round(x: Any, rounding_method: RoundingMethod | int = RoundingMethod.AWAY_FROM_ZERO
+          ) -> Any:
+  r"""Rounds a floating-point array to integral values.
+
+  Args:
+    x: a floating-point array.
+    rounding_method: how ties (x.5) round. The default, `AWAY_FROM_ZERO`, is C's `round`;
+      `TO_NEAREST_EVEN` is NumPy's `round` (and `rint`).
+
+  Example: `round(2.5)` is 3.0; `round(2.5, RoundingMethod.TO_NEAREST_EVEN)` is 2.0.
+  """
+  return round_p.bind(x, rounding_method=RoundingMethod(rounding_method))
+
+
+def is_finite(x: Any) -> Any:
+  r"""Elementwise test for finiteness (neither infinite nor NaN); bool output."""
+  return is_finite_p.bind(x)
+
+
+def abs(x: Any) -> Any:
+  r"""Elementwise absolute value :math:`|x|`; complex input gives its real dtype."""
+  return abs_p.bind(x)
+
+
+def exp(x: Any) -> Any:
+  r"""Elementwise exponential :math:`e^x`."""
+  return exp_p.bind(x)
+
+
+def exp2(x: Any) -> Any:
+  r"""Elementwise base-2 exponential :math:`2^x`."""
+  return exp2_p.bind(x)
+
+
+def log(x: Any) -> Any:
+  r"""Elementwise natural logarithm :math:`\log x`."""
+  return log_p.bind(x)
+
+
+def log1p(x: Any) -> Any:
+  r"""Elementwise :math:`\log(1 + x)`, accurate for small `x` where `log(1 + x)` is not."""
+  return log1p_p.bind(x)
+
+
+def expm1(x: Any) -> Any:
+  r"""Elementwise :math:`e^x - 1`, accurate for small `x` where `exp(x) - 1` is not."""
+  return expm1_p.bind(x)
+
+
+def sqrt(x: Any) -> Any:
+  r"""Elementwise square root :math:`\sqrt{x}`."""
+  return sqrt_p.bind(x)
+
+
+def rsqrt(x: Any) -> Any:
+  r"""Elementwise reciprocal square root :math:`1/\sqrt{x}` (one op, not two)."""
+  return rsqrt_p.bind(x)
+
+
+def cbrt(x: Any) -> Any:
+  r"""Elementwise real cube root :math:`\sqrt[3]{x}` (negative for negative `x`)."""
+  return cbrt_p.bind(x)
+
+
+def logistic(x: Any) -> Any:
+  r"""Elementwise logistic sigmoid :math:`1 / (1 + e^{-x})`, without overflow for large
+  negative `x`."""
+  return logistic_p.bind(x)
+
+
 def sin(x: Any) -> Any:
-  r"""Elementwise sine: :math:`\sin(x)`."""
+  r"""Elementwise sine :math:`\sin x`."""
   return sin_p.bind(x)
 
 
 def cos(x: Any) -> Any:
-  r"""Elementwise cosine: :math:`\cos(x)`."""
+  r"""Elementwise cosine :math:`\cos x`."""
   return cos_p.bind(x)
 
 
+def tan(x: Any) -> Any:
+  r"""Elementwise tangent :math:`\tan x`."""
+  return tan_p.bind(x)
+
+
+def asin(x: Any) -> Any:
+  r"""Elementwise arc sine :math:`\arcsin x`."""
+  return asin_p.bind(x)
+
+
+def acos(x: Any) -> Any:
+  r"""Elementwise arc cosine :math:`\arccos x`."""
+  return acos_p.bind(x)
+
+
+def atan(x: Any) -> Any:
+  r"""Elementwise arc tangent :math:`\arctan x`."""
+  return atan_p.bind(x)
+
+
+def sinh(x: Any) -> Any:
+  r"""Elementwise hyperbolic sine :math:`\sinh x`."""
+  return sinh_p.bind(x)
+
+
+def cosh(x: Any) -> Any:
+  r"""Elementwise hyperbolic cosine :math:`\cosh x`."""
+  return cosh_p.bind(x)
+
+
 def tanh(x: Any) -> Any:
-  r"""Elementwise hyperbolic tangent."""
+  r"""Elementwise hyperbolic tangent :math:`\tanh x`."""
   return tanh_p.bind(x)
 
 
-def exp(x: Any) -> Any:
-  r"""Elementwise exponential: :math:`e^x`."""
-  return exp_p.bind(x)
+def asinh(x: Any) -> Any:
+  r"""Elementwise inverse hyperbolic sine :math:`\operatorname{asinh} x`."""
+  return asinh_p.bind(x)
 
 
-def log(x: Any) -> Any:
-  r"""Elementwise natural logarithm."""
-  return log_p.bind(x)
+def acosh(x: Any) -> Any:
+  r"""Elementwise inverse hyperbolic cosine :math:`\operatorname{acosh} x`."""
+  return acosh_p.bind(x)
+
+
+def atanh(x: Any) -> Any:
+  r"""Elementwise inverse hyperbolic tangent :math:`\operatorname{atanh} x`."""
+  return atanh_p.bind(x)
+
+
+def lgamma(x: Any) -> Any:
+  r"""Elementwise log of the absolute value of the gamma function, :math:`\log|\Gamma(x)|`."""
+  return lgamma_p.bind(x)
+
+
+def digamma(x: Any) -> Any:
+  r"""Elementwise digamma function :math:`\psi(x) = \Gamma'(x) / \Gamma(x)`."""
+  return digamma_p.bind(x)
+
+
+def erf(x: Any) -> Any:
+  r"""Elementwise error function :math:`\frac{2}{\sqrt\pi}\int_0^x e^{-t^2} dt`."""
+  return erf_p.bind(x)
+
+
+def erfc(x: Any) -> Any:
+  r"""Elementwise complementary error function :math:`1 - \operatorname{erf}(x)`, accurate
+  where `erf(x)` is close to 1."""
+  return erfc_p.bind(x)
+
+
+def erf_inv(x: Any) -> Any:
+  r"""Elementwise inverse of `erf` on (-1, 1) (±inf at ±1)."""
+  return erf_inv_p.bind(x)
+
+
+def real(x: Any) -> Any:
+  r"""Elementwise real part of a complex array."""
+  return real_p.bind(x)
+
+
+def imag(x: Any) -> Any:
+  r"""Elementwise imaginary part of a complex array."""
+  return imag_p.bind(x)
+
+
+def conj(x: Any) -> Any:
+  r"""Elementwise complex conjugate; a float32/float64 operand becomes complex."""
+  return conj_p.bind(x, input_dtype=dtypes.dtype(x, canonicalize=True))
+
+
+# --- binary arithmetic
+
+add_p = _elementwise("add", _num, hlo.add)
+sub_p = _elementwise("sub", _num, hlo.subtract)
+mul_p = _elementwise("mul", _num, hlo.multiply)
+div_p = _elementwise("div", _num, hlo.divide)
+rem_p = _elementwise("rem", (*_int, *_float), hlo.remainder)
+max_p = _elementwise("max", _any, None)
+min_p = _elementwise("min", _any, None)
+atan2_p = _elementwise("atan2", _inexact, hlo.atan2)
+nextafter_p = _elementwise("nextafter", _float, chlo.next_after)
+complex_p = _elementwise("complex", _complex_elem, hlo.complex, result_dtype=_complex_dtype)
+
+
+def _pow_dtype(x: ShapedArray, y: ShapedArray) -> np.dtype:
+  """An inexact base; the exponent is an integer or has the base's dtype."""
+  if not dtypes.is_inexact(x.dtype) or not (
+      dtypes.is_integer(y.dtype) or y.dtype == x.dtype):
+    raise TypeError(f"the first argument to pow must have an inexact dtype (float or "
+                    f"complex), and the second argument must have an integer dtype or the "
+                    f"first's dtype, but got pow({x.str_short()}, {y.str_short()}).")
+  return x.dtype
+
+
+pow_p = _elementwise("pow", _num, None, result_dtype=_pow_dtype, same_dtypes=False)
+
+
+def _pow_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value) -> list[ir.Value]:
+  """An integer exponent is converted to the base's dtype (StableHLO's power wants one)."""
+  x_aval, y_aval = ctx.avals_in
+  if y_aval.dtype != x_aval.dtype:
+    y_aval = y_aval.update(dtype=x_aval.dtype)
+    y = hlo.convert(mlir.aval_to_ir_type(y_aval), y)
+    ctx = ctx.replace(avals_in=[x_aval, y_aval])
+  return [hlo.power(*broadcast_to_out(ctx, [x, y]))]
+
+
+def _minmax_lowering(op: Callable[..., ir.Value], direction: str) -> mlir.LoweringRule:
+  """XLA's max/min of complex numbers: lexicographic on (real, imag), as NumPy orders them."""
+  def rule(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value) -> list[ir.Value]:
+    x, y = broadcast_to_out(ctx, [x, y])
+    dtype = ctx.avals_in[0].dtype
+    if not dtypes.is_complex(dtype):
+      return [op(x, y)]
+    rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
+    pick_x = hlo.select(compare_hlo(rx, ry, "EQ", dtype), compare_hlo(ix, iy, direction, dtype),
+                        compare_hlo(rx, ry, direction, dtype))
+    return [hlo.select(pick_x, x, y)]
+  return rule
+
+
+mlir.register_lowering(pow_p, _pow_lowering)
+mlir.register_lowering(max_p, _minmax_lowering(hlo.maximum, "GT"))
+mlir.register_lowering(min_p, _minmax_lowering(hlo.minimum, "LT"))
 
 
 def add(x: Any, y: Any) -> Any:
-  r"""Elementwise addition: :math:`x + y`. Operands must have equal dtypes."""
+  r"""Elementwise addition :math:`x + y`. Operands must have equal dtypes."""
   return add_p.bind(x, y)
 
 
 def sub(x: Any, y: Any) -> Any:
-  r"""Elementwise subtraction: :math:`x - y`."""
+  r"""Elementwise subtraction :math:`x - y`."""
   return sub_p.bind(x, y)
 
 
 def mul(x: Any, y: Any) -> Any:
-  r"""Elementwise multiplication: :math:`x \times y`."""
+  r"""Elementwise multiplication :math:`x \times y`."""
   return mul_p.bind(x, y)
 
 
 def div(x: Any, y: Any) -> Any:
-  r"""Elementwise division; integer division rounds towards zero."""
+  r"""Elementwise division :math:`x / y`; integer division rounds towards zero (C's `/`,
+  not Python's `//`)."""
   return div_p.bind(x, y)
 
 
+def rem(x: Any, y: Any) -> Any:
+  r"""Elementwise remainder of `div`: the result has the sign of `x` (C's `fmod`, not
+  Python's `%`)."""
+  return rem_p.bind(x, y)
+
+
 def max(x: Any, y: Any) -> Any:
-  r"""Elementwise maximum (NaN-propagating)."""
+  r"""Elementwise maximum; NaN if either operand is NaN."""
   return max_p.bind(x, y)
 
 
 def min(x: Any, y: Any) -> Any:
-  r"""Elementwise minimum (NaN-propagating)."""
+  r"""Elementwise minimum; NaN if either operand is NaN."""
   return min_p.bind(x, y)
+
+
+def atan2(x: Any, y: Any) -> Any:
+  r"""Elementwise four-quadrant arc tangent of `x / y` (the angle of the point (y, x))."""
+  return atan2_p.bind(x, y)
+
+
+def nextafter(x1: Any, x2: Any) -> Any:
+  r"""The next representable value after `x1` in the direction of `x2`, elementwise."""
+  return nextafter_p.bind(x1, x2)
+
+
+def complex(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x + iy` from float32 (or float64) parts."""
+  return complex_p.bind(x, y)
+
+
+def pow(x: Any, y: Any) -> Any:
+  r"""Elementwise power :math:`x^y` of an inexact base; the exponent is an integer array or
+  has the base's dtype. For a constant integer exponent `integer_pow` is exact and faster."""
+  return pow_p.bind(x, y)
+
+
+# --- integer_pow: x**y for a constant integer y, by repeated squaring
+
+def _integer_pow_dtype(x: ShapedArray, *, y: int) -> np.dtype:
+  if y < 0 and dtypes.is_integer(x.dtype):
+    raise TypeError(f"Integers cannot be raised to negative powers, got "
+                    f"integer_pow({x.str_short()}, {y}).")
+  return x.dtype
+
+
+integer_pow_p = _elementwise("integer_pow", _num, None, result_dtype=_integer_pow_dtype)
+
+
+def _integer_pow_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, y: int
+                          ) -> list[ir.Value]:
+  """About log2(|y|) squarings and as many multiplies; a negative y takes a reciprocal."""
+  aval = ctx.avals_in[0]
+  acc, square, n = None, x, builtins.abs(y)
+  while n:
+    if n & 1:
+      acc = square if acc is None else hlo.multiply(acc, square)
+    n >>= 1
+    if n:
+      square = hlo.multiply(square, square)
+  if acc is None:
+    acc = mlir.full_like_aval(1, aval)
+  return [hlo.divide(mlir.full_like_aval(1, aval), acc) if y < 0 else acc]
+
+
+mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
+
+
+def integer_pow(x: Any, y: int) -> Any:
+  r"""Elementwise power :math:`x^y` for a constant Python integer `y` (the jaxpr keeps `y`
+  as a param). Integer `x` needs `y >= 0`; `y < 0` means :math:`1 / x^{|y|}`."""
+  try:
+    y = operator.index(y)
+  except TypeError:
+    raise TypeError(f"integer_pow exponent y must be a Python int, got {y!r} of type "
+                    f"{type(y).__name__}; use lax.pow for array exponents.") from None
+  return integer_pow_p.bind(x, y=y)
+
+
+# --- comparisons: bool outputs, IEEE semantics for NaN (every comparison but `ne` is False)
+
+def _comparison(name: str, accepted: Sequence[Any], direction: str) -> core.Primitive:
+  prim = _elementwise(name, accepted, None, result_dtype=_fixed_dtype(bool),
+                      weak_type_rule=_strong)
+
+  def lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value) -> list[ir.Value]:
+    return [compare_hlo(*broadcast_to_out(ctx, [x, y]), direction, ctx.avals_in[0].dtype)]
+  mlir.register_lowering(prim, lowering)
+  return prim
+
+
+eq_p = _comparison("eq", _any, "EQ")
+ne_p = _comparison("ne", _any, "NE")
+lt_p = _comparison("lt", _ordered, "LT")
+le_p = _comparison("le", _ordered, "LE")
+gt_p = _comparison("gt", _ordered, "GT")
+ge_p = _comparison("ge", _ordered, "GE")
+
+
+def eq(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x = y` (bool)."""
+  return eq_p.bind(x, y)
+
+
+def ne(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x \neq y` (bool; True where either operand is NaN)."""
+  return ne_p.bind(x, y)
+
+
+def lt(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x < y` (bool)."""
+  return lt_p.bind(x, y)
+
+
+def le(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x \leq y` (bool)."""
+  return le_p.bind(x, y)
+
+
+def gt(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x > y` (bool)."""
+  return gt_p.bind(x, y)
+
+
+def ge(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x \geq y` (bool)."""
+  return ge_p.bind(x, y)
+
+
+# --- bitwise operations: logical on bools, bit by bit on integers
+
+not_p = _elementwise("not", _int_or_bool, hlo.not_)
+and_p = _elementwise("and", _int_or_bool, hlo.and_)
+or_p = _elementwise("or", _int_or_bool, hlo.or_)
+xor_p = _elementwise("xor", _int_or_bool, hlo.xor)
+shift_left_p = _elementwise("shift_left", _int, hlo.shift_left)
+shift_right_logical_p = _elementwise("shift_right_logical", _int, hlo.shift_right_logical)
+shift_right_arithmetic_p = _elementwise("shift_right_arithmetic", _int,
+                                        hlo.shift_right_arithmetic)
+population_count_p = _elementwise("population_count", _int, hlo.popcnt)
+clz_p = _elementwise("clz", _int, hlo.count_leading_zeros)
+
+
+def bitwise_not(x: Any) -> Any:
+  r"""Elementwise NOT: logical for bool, bitwise (:math:`\sim x`) for integers."""
+  return not_p.bind(x)
+
+
+def bitwise_and(x: Any, y: Any) -> Any:
+  r"""Elementwise AND: logical for bool, bitwise for integers."""
+  return and_p.bind(x, y)
+
+
+def bitwise_or(x: Any, y: Any) -> Any:
+  r"""Elementwise OR: logical for bool, bitwise for integers."""
+  return or_p.bind(x, y)
+
+
+def bitwise_xor(x: Any, y: Any) -> Any:
+  r"""Elementwise exclusive OR: logical for bool, bitwise for integers."""
+  return xor_p.bind(x, y)
+
+
+def shift_left(x: Any, y: Any) -> Any:
+  r"""Elementwise :math:`x \ll y`; shifting by the bit width or more gives 0."""
+  return shift_left_p.bind(x, y)
+
+
+def shift_right_logical(x: Any, y: Any) -> Any:
+  r"""Elementwise right shift filling with zeros (the bits read as unsigned)."""
+  return shift_right_logical_p.bind(x, y)
+
+
+def shift_right_arithmetic(x: Any, y: Any) -> Any:
+  r"""Elementwise right shift filling with the sign bit (floor division by :math:`2^y`)."""
+  return shift_right_arithmetic_p.bind(x, y)
+
+
+def population_count(x: Any) -> Any:
+  r"""Elementwise number of set bits."""
+  return population_count_p.bind(x)
+
+
+def clz(x: Any) -> Any:
+  r"""Elementwise number of leading zero bits."""
+  return clz_p.bind(x)
+
+
+# ----------------------------------------------------------------------------- select_n
+
+def _select_n_shape_rule(which: ShapedArray, *cases: ShapedArray) -> tuple[int, ...]:
+  if not cases:
+    raise TypeError("select_n must have at least one case")
+  if any(case.shape != cases[0].shape for case in cases[1:]):
+    raise TypeError(f"select_n cases must have the same shapes, got "
+                    f"[{', '.join(str(c.shape) for c in cases)}].")
+  if which.shape and which.shape != cases[0].shape:
+    raise TypeError(f"select_n `which` must be scalar or have the same shape as cases, got "
+                    f"`which` shape {which.shape} but case shape {cases[0].shape}.")
+  return cases[0].shape
+
+
+def _select_n_dtype_rule(which: ShapedArray, *cases: ShapedArray) -> np.dtype:
+  utils.check_same_dtypes("select_n", *cases)
+  if which.dtype not in (np.dtype(bool), np.dtype(np.int32)):
+    raise TypeError(f"select_n `which` must be boolean or int32, got {which.str_short()}.")
+  if which.dtype == np.bool_ and len(cases) > 2:
+    raise TypeError(f"select_n with a boolean `which` takes at most two cases, got "
+                    f"{len(cases)}.")
+  return cases[0].dtype
+
+
+def _select_n_weak_type_rule(which: ShapedArray, *cases: ShapedArray) -> bool:
+  return all(case.weak_type for case in cases)
+
+
+select_n_p = utils.standard_primitive("select_n", _select_n_shape_rule, _select_n_dtype_rule,
+                                      _select_n_weak_type_rule)
+
+
+def _select_n_lowering(ctx: mlir.LoweringRuleContext, which: ir.Value, *cases: ir.Value
+                       ) -> list[ir.Value]:
+  """A balanced tree of `stablehlo.select`s, each testing `which < mid`."""
+  which_aval = ctx.avals_in[0]
+
+  def tree(lo: int, hi: int) -> ir.Value:
+    if hi - lo == 1:
+      return cases[lo]
+    if which_aval.dtype == np.bool_:
+      return hlo.select(which, cases[1], cases[0])
+    mid = (lo + hi) // 2
+    pred = compare_hlo(which, mlir.full_like_aval(mid, which_aval), "LT", which_aval.dtype)
+    return hlo.select(pred, tree(lo, mid), tree(mid, hi))
+  return [tree(0, len(cases))]
+
+
+mlir.register_lowering(select_n_p, _select_n_lowering)
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+  """Picks, elementwise, `cases[which]`.
+
+  Args:
+    which: bool (then at most two cases: False picks `cases[0]`, True `cases[1]`) or int32
+      (out-of-range indices give unspecified results); a scalar, or the cases' shape.
+    *cases: arrays of one shape and dtype.
+
+  Example: `select_n(x > 0, zeros, x)` is `relu(x)`.
+  """
+  return select_n_p.bind(which, *cases)
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+  """`on_true` where the bool `pred` holds, `on_false` elsewhere (note the order:
+  `select_n(pred, on_false, on_true)`)."""
+  return select_n_p.bind(pred, on_false, on_true)
+
+
+# ----------------------------------------------------------------------------- clamp
+
+def _clamp_shape_rule(min: ShapedArray, operand: ShapedArray, max: ShapedArray
+                      ) -> tuple[int, ...]:
+  for name, bound in (("min", min), ("max", max)):
+    if bound.shape and bound.shape != operand.shape:
+      raise TypeError(f"clamp requires {name}.shape == operand.shape or {name}.shape == (), "
+                      f"got {name} shape {bound.shape} and operand shape {operand.shape}.")
+  return operand.shape
+
+
+def _clamp_dtype_rule(min: ShapedArray, operand: ShapedArray, max: ShapedArray) -> np.dtype:
+  utils.check_dtypes("clamp", _ordered, min, operand, max)
+  utils.check_same_dtypes("clamp", min, operand, max)
+  return operand.dtype
+
+
+clamp_p = utils.standard_primitive("clamp", _clamp_shape_rule, _clamp_dtype_rule)
+mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: [hlo.clamp(lo, x, hi)])
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:
+  r"""Elementwise :math:`\min(\max(x, min), max)`; `min` and `max` are scalars or have
+  `x`'s shape, and all three share one dtype."""
+  return clamp_p.bind(min, x, max)
+
+
+# ----------------------------------------------------------------------------- bitcast_convert_type
+
+def _bitcast_shape_rule(operand: ShapedArray, *, new_dtype: np.dtype) -> tuple[int, ...]:
+  """Equal widths keep the shape; a narrower target adds a minor dimension of the width
+  ratio, and a wider one consumes it."""
+  old_size, new_size = operand.dtype.itemsize, new_dtype.itemsize
+  if old_size == new_size:
+    return operand.shape
+  if old_size > new_size:
+    return (*operand.shape, old_size // new_size)
+  ratio = new_size // old_size
+  if not operand.shape or operand.shape[-1] != ratio:
+    raise TypeError(f"bitcast_convert_type from {operand.dtype.name} to {new_dtype.name} "
+                    f"needs an operand whose last dimension is {ratio}, got shape "
+                    f"{operand.shape}.")
+  return operand.shape[:-1]
+
+
+def _bitcast_dtype_rule(operand: ShapedArray, *, new_dtype: np.dtype) -> np.dtype:
+  for dt in (operand.dtype, new_dtype):
+    if (dt == np.bool_ or dtypes.is_complex(dt)) and operand.dtype != new_dtype:
+      raise TypeError(f"bitcast_convert_type does not convert {dt.name} values (from "
+                      f"{operand.dtype.name} to {new_dtype.name}): bool and complex have "
+                      "no single bit layout to reinterpret.")
+  return new_dtype
+
+
+bitcast_convert_type_p = utils.standard_primitive(
+    "bitcast_convert_type", _bitcast_shape_rule, _bitcast_dtype_rule, _strong)
+mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: [
+    hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]), x)])
+
+
+def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
+  """Reinterprets the bits of `operand` as `new_dtype` (no numeric conversion).
+
+  Example: `bitcast_convert_type(jnp.float32(1.0), jnp.int32)` is 0x3f800000. From a wider
+  to a narrower type a new last dimension holds the pieces (float32 → uint8 adds a
+  dimension of 4); the reverse removes it.
+  """
+  return bitcast_convert_type_p.bind(operand, new_dtype=dtypes.canonicalize_dtype(new_dtype))
+
+
+# ----------------------------------------------------------------------------- iota
+
+def _iota_shape_rule(*, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
+                     sharding: Any) -> tuple[int, ...]:
+  if any(d < 0 for d in shape):
+    raise ValueError(f"iota shape must have non-negative sizes, got {shape}.")
+  if not 0 <= dimension < len(shape):
+    raise ValueError(f"iota dimension must be between 0 and len(shape) - 1, got "
+                     f"dimension={dimension} for shape {shape}.")
+  return shape
+
+
+def _iota_dtype_rule(*, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
+                     sharding: Any) -> np.dtype:
+  if not dtypes.issubdtype(dtype, np.number):
+    raise TypeError(f"iota does not accept dtype {dtype.name}; it accepts numeric dtypes.")
+  return dtype
+
+
+iota_p = utils.standard_primitive("iota", _iota_shape_rule, _iota_dtype_rule, _strong)
+mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding: [
+    hlo.iota(mlir.aval_to_ir_type(ctx.avals_out[0]), dimension)])
+
+
+def iota(dtype: Any, size: int, *, sharding: Any = None) -> Any:
+  """`[0, 1, …, size - 1]` as a 1-D array of `dtype`, generated on the device."""
+  return broadcasted_iota(dtype, (size,), 0, sharding=sharding)
+
+
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
+                     sharding: Any = None) -> Any:
+  """An array of `shape` whose value at each index is that index's coordinate along
+  `dimension` (`broadcasted_iota(int32, (2, 3), 1)` is `[[0, 1, 2], [0, 1, 2]]`)."""
+  if sharding is not None:
+    raise NotImplementedError("iota with a sharding is not supported yet")
+  dimension = core.concrete_or_error(
+      operator.index, dimension, "The dimension argument of broadcasted_iota must be concrete.")
+  return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
+                     shape=utils.canonicalize_shape(shape, "of iota"), dimension=dimension,
+                     sharding=None)
 
 
 # ----------------------------------------------------------------------------- convert_element_type
@@ -178,18 +869,6 @@ def _convert_element_type_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Va
 
 
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
-
-
-def compare_hlo(x: ir.Value, y: ir.Value, direction: str, dtype: np.dtype) -> ir.Value:
-  """`stablehlo.compare` with the comparison type XLA needs for `dtype`."""
-  if dtypes.is_inexact(dtype):
-    kind = "FLOAT"
-  elif dtypes.issubdtype(dtype, np.unsignedinteger) or dtype == np.bool_:
-    kind = "UNSIGNED"
-  else:
-    kind = "SIGNED"
-  return hlo.compare(x, y, hlo.ComparisonDirectionAttr.get(direction),
-                     compare_type=hlo.ComparisonTypeAttr.get(kind))
 
 
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
@@ -293,3 +972,40 @@ def zeros_like_array(x: Any) -> Any:
   """Zeros of `x`'s shape and dtype (the seed's `lax.zeros_like_array`)."""
   aval = core.get_aval(x)
   return full(aval.shape, 0, aval.dtype)
+
+
+def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None
+              ) -> Any:
+  """An array like `x` (its shape, dtype and weak type, unless `shape`/`dtype` say
+  otherwise) filled with `fill_value`."""
+  aval = core.get_aval(x)
+  weak_type = dtype is None and aval.weak_type
+  dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
+  shape = aval.shape if shape is None else utils.canonicalize_shape(shape, "of full_like")
+  return broadcast(_convert_element_type(fill_value, dtype, weak_type), shape)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+  """The shape NumPy broadcasting gives operands of `shapes` (ranks aligned on the right;
+  each dimension equal or 1)."""
+  shapes = [utils.canonicalize_shape(s, "of broadcast_shapes") for s in shapes]
+  ndim = builtins.max((len(s) for s in shapes), default=0)
+  padded = [(1,) * (ndim - len(s)) + s for s in shapes]
+  out = []
+  for sizes in zip(*padded):
+    non_one = set(sizes) - {1}
+    if len(non_one) > 1:
+      raise ValueError(f"Incompatible shapes for broadcasting: shapes={list(shapes)}")
+    out.append(non_one.pop() if non_one else 1)
+  return tuple(out)
+
+
+def asarray(x: Any) -> Any:
+  """`x` as a jaxon Array (tracers pass through): Python scalars stay weakly typed. For
+  functions that return an input unchanged but must still return an array."""
+  if isinstance(x, (core.Tracer, Array)):
+    return x
+  if not core.valid_jaxtype(x):
+    raise TypeError(f"asarray: {type(x).__name__} {x!r} is not a valid jaxon array type")
+  return device_put_numpy(np.asarray(x), dtypes.dtype(x, canonicalize=True),
+                          weak_type=dtypes.is_weakly_typed(x))

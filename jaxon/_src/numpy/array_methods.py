@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jaxon._src import core
-from jaxon._src.numpy import reductions, ufuncs
+from jaxon._src.numpy import indexing, linear, reductions, shape, sorting, ufuncs
 from jaxon._src.xla.array import Array
 
 
@@ -36,19 +36,40 @@ def _swap(binary: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 _BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     # arithmetic, comparison, bitwise (ufuncs)
     "add": ufuncs.add, "sub": ufuncs.subtract, "mul": ufuncs.multiply,
-    "truediv": ufuncs.true_divide,
+    "truediv": ufuncs.true_divide, "floordiv": ufuncs.floor_divide, "mod": ufuncs.remainder,
+    "divmod": ufuncs.divmod, "pow": ufuncs.power, "and": ufuncs.bitwise_and,
+    "or": ufuncs.bitwise_or, "xor": ufuncs.bitwise_xor, "lshift": ufuncs.left_shift,
+    "rshift": ufuncs.right_shift,
     # matmul (linear)
+    "matmul": linear.matmul,
 }
 
 _METHODS: dict[str, Callable[..., Any]] = {
-    # unary operators (ufuncs)
-    "__neg__": ufuncs.negative,
-    "__pos__": lambda x: x,
+    # unary operators (ufuncs); comparisons have no reflected twin (Python swaps `<` and `>`)
+    "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.abs,
+    "__invert__": ufuncs.invert,
+    "__eq__": _defer_to_unrecognized(ufuncs.equal),
+    "__ne__": _defer_to_unrecognized(ufuncs.not_equal),
+    "__lt__": _defer_to_unrecognized(ufuncs.less),
+    "__le__": _defer_to_unrecognized(ufuncs.less_equal),
+    "__gt__": _defer_to_unrecognized(ufuncs.greater),
+    "__ge__": _defer_to_unrecognized(ufuncs.greater_equal),
+    "real": property(ufuncs.real), "imag": property(ufuncs.imag), "conj": ufuncs.conj,
+    "conjugate": ufuncs.conjugate, "round": ufuncs.round, "clip": ufuncs.clip,
     # reductions
-    "sum": reductions.sum,
+    "sum": reductions.sum, "prod": reductions.prod, "max": reductions.max, "min": reductions.min,
+    "mean": reductions.mean, "var": reductions.var, "std": reductions.std, "all": reductions.all,
+    "any": reductions.any, "argmax": reductions.argmax, "argmin": reductions.argmin,
+    "ptp": reductions.ptp, "cumsum": reductions.cumsum, "cumprod": reductions.cumprod,
     # shape methods: reshape, transpose, T, squeeze, …
+    "reshape": shape.method_reshape, "transpose": shape.method_transpose,
+    "T": property(shape.transpose), "mT": property(shape.matrix_transpose),
+    "squeeze": shape.squeeze, "ravel": shape.ravel, "flatten": shape.ravel,
+    "swapaxes": shape.swapaxes, "repeat": shape.repeat, "astype": shape.astype,
     # indexing: __getitem__, at
+    "__getitem__": indexing.getitem, "at": property(indexing._IndexUpdateHelper),
     # dot, sort, argsort
+    "dot": linear.dot, "sort": sorting.sort, "argsort": sorting.argsort,
 }
 
 

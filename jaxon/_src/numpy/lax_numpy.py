@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes, tree_util
-from jaxon._src.lax import lax
+from jaxon._src.lax import lax, shape_ops
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.xla.array import Array, device_put_numpy
 
@@ -51,7 +51,7 @@ def _stack_nested(object: Any, dtype: Any) -> Any:
       dtype = dtypes.result_type(*elems)
     elems = [lax._convert_element_type(e, dtype, False) for e in elems]
     shape = np.shape(elems[0])
-    return lax.concatenate([lax.broadcast_in_dim(e, (1, *shape), range(1, len(shape) + 1))
+    return shape_ops.concatenate([lax.broadcast_in_dim(e, (1, *shape), range(1, len(shape) + 1))
                             for e in elems], 0)
   return array(object, dtype)
 

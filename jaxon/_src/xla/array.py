@@ -43,6 +43,7 @@ class Array:
   def _value(self) -> np.ndarray:
     """The host copy (a read-only zero-copy view on the CPU), fetched once."""
     if self._npy is None:
+      self._check_if_deleted()
       value, _ = self._buf._single_device_array_to_np_array_did_copy()
       value.flags.writeable = False
       self._npy = value
@@ -66,9 +67,15 @@ class Array:
 
   def delete(self) -> None:
     self._buf.delete()
+    self._npy = None
 
   def is_deleted(self) -> bool:
     return self._buf.is_deleted()
+
+  def _check_if_deleted(self) -> None:
+    if self._buf.is_deleted():
+      raise RuntimeError(f"Array has been deleted with shape="
+                         f"{self.aval.str_short(short_dtypes=False)}.")
 
   def devices(self) -> set[client.Device]:
     return {client.devices()[0]}
@@ -136,16 +143,17 @@ class Array:
     prefix = "Array("
     weak = ", weak_type=True" if self.weak_type else ""
     dtype_str = f"dtype={self.dtype.name}{weak})"
+    line_width = np.get_printoptions()["linewidth"]
     if self.size == 0:
       body = f"[], shape={self.shape}"
     else:
-      line_width = np.get_printoptions()["linewidth"]
       body = np.array2string(self._value, prefix=prefix, suffix=",", separator=", ",
                              max_line_width=line_width)
-      last_line = len(body) - body.rfind("\n") + 1
-      if last_line + len(dtype_str) + 1 > line_width:
-        return f"{prefix}{body},\n{' ' * len(prefix)}{dtype_str}"
-    return f"{prefix}{body}, {dtype_str}"
+    # JAX's layout, quirk included: when the dtype does not fit on the last line it still
+    # goes there, after a prefix-wide gap.
+    last_line = len(body) - body.rfind("\n") + 1
+    sep = " " * len(prefix) if last_line + len(dtype_str) + 1 > line_width else " "
+    return f"{prefix}{body},{sep}{dtype_str}"
 
   def __str__(self) -> str:
     return str(self._value)

@@ -39,7 +39,13 @@ class Executable:
 
   def __call__(self, args: Sequence[Any]) -> list[Array]:
     bufs = self._const_bufs + [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
-    results = self.loaded.execute_sharded(bufs).consume_with_handlers(self._handlers)
+    try:
+      results = self.loaded.execute_sharded(bufs).consume_with_handlers(self._handlers)
+    except _jax.JaxRuntimeError:
+      for x in args:  # jaxlib's message for a deleted argument does not say which
+        if type(x) is Array:
+          x._check_if_deleted()
+      raise
     return [Array(aval, buf) for aval, buf in zip(self.out_avals, results)]
 
 

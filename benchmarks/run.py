@@ -1,0 +1,260 @@
+"""Times jaxon, and JAX when it is importable, on the same workloads in one process.
+
+Repetitions of the two frameworks alternate (jaxon, JAX, JAX, jaxon, …) so that drift in the
+machine's speed affects both alike; each workload reports the median time per unit of work
+and the ratio jaxon/JAX (below 1 means jaxon is faster).
+
+    python benchmarks/run.py                     # every workload
+    python benchmarks/run.py --only eager_ops --repeat 50
+    python benchmarks/run.py --list
+
+JAX is optional (`pip install -e '.[bench]'`, in a separate virtual environment: the test
+environment must not have `jax` installed). A workload is a function registered with
+`@workload`: given a `Framework`, it prepares its inputs and returns a `run()` that performs
+one repetition and returns its result (compared across frameworks once, as a sanity check).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Framework:
+  """The handful of entry points a workload may use, from jaxon or from JAX."""
+  name: str
+  jit: Callable
+  jnp: ModuleType
+  device_put: Callable
+  block_until_ready: Callable
+  tree_leaves: Callable
+
+
+class Unsupported(Exception):
+  """Raised by a workload's setup when the framework lacks something it needs."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+  name: str
+  description: str
+  unit: str  # what one measured time is the cost of
+  units_per_run: int  # how many of those one run() performs
+  repeat: int  # default number of timed repetitions per framework
+  setup: Callable[[Framework], Callable[[], Any]]
+
+
+WORKLOADS: dict[str, Workload] = {}
+
+
+def workload(name: str, unit: str, units_per_run: int = 1, repeat: int = 30
+             ) -> Callable[[Callable], Callable]:
+  """Registers `setup(framework) -> run` under `name`; its docstring's first line is the
+  description printed with the results."""
+  def register(setup: Callable[[Framework], Callable[[], Any]]) -> Callable:
+    description = " ".join((setup.__doc__ or name).split("\n\n")[0].split())
+    WORKLOADS[name] = Workload(name, description, unit, units_per_run, repeat, setup)
+    return setup
+  return register
+
+
+def require(fw: Framework, *names: str) -> None:
+  missing = [n for n in names if not hasattr(fw.jnp, n)]
+  if missing:
+    raise Unsupported(f"{fw.name}.numpy lacks {', '.join(missing)}")
+
+
+# ----------------------------------------------------------------------------- workloads
+
+CALLS = 200
+EAGER_STEPS = 100  # each step is two ops
+
+
+@workload("jit_scalar_add", unit="call", units_per_run=CALLS)
+def jit_scalar_add(fw: Framework) -> Callable[[], Any]:
+  """jit(lambda x: x + 1.0) on a scalar Array: the fixed cost of calling a jitted function."""
+  f = fw.jit(lambda x: x + 1.0)
+  x = fw.device_put(np.float32(1.0))
+
+  def run() -> Any:
+    for _ in range(CALLS):
+      out = f(x)
+    return fw.block_until_ready(out)
+  return run
+
+
+@workload("jit_dict_10", unit="call", units_per_run=CALLS)
+def jit_dict_10(fw: Framework) -> Callable[[], Any]:
+  """jit of {k: v + 1.0} on a dict of 10 small arrays: pytree flattening on every call."""
+  f = fw.jit(lambda d: {k: v + 1.0 for k, v in d.items()})
+  d = {f"p{i}": fw.device_put(np.full((4,), i, np.float32)) for i in range(10)}
+
+  def run() -> Any:
+    for _ in range(CALLS):
+      out = f(d)
+    return fw.block_until_ready(out)
+  return run
+
+
+@workload("eager_ops", unit="op", units_per_run=2 * EAGER_STEPS)
+def eager_ops(fw: Framework) -> Callable[[], Any]:
+  """200 eager elementwise ops (sin, then * 1.0001) on a float32[16]: op-by-op dispatch."""
+  require(fw, "sin")
+  x0 = fw.device_put(np.linspace(0.0, 1.0, 16, dtype=np.float32))
+
+  def run() -> Any:
+    x = x0
+    for _ in range(EAGER_STEPS):
+      x = fw.jnp.sin(x)
+      x = x * 1.0001
+    return fw.block_until_ready(x)
+  return run
+
+
+MLP_SIZES = (784, 512, 512, 10)
+MLP_BATCH = 128
+
+
+@workload("mlp_compile", unit="trace+compile", repeat=7)
+def mlp_compile(fw: Framework) -> Callable[[], Any]:
+  """3-layer MLP forward (784-512-512-10, batch 128, dot + tanh): jit of a fresh function to
+  its first result."""
+  require(fw, "dot", "tanh")
+  rng = np.random.default_rng(0)
+  params = [(fw.device_put(rng.normal(0, 0.05, (m, n)).astype(np.float32)),
+             fw.device_put(np.zeros(n, np.float32)))
+            for m, n in zip(MLP_SIZES[:-1], MLP_SIZES[1:])]
+  x = fw.device_put(rng.normal(size=(MLP_BATCH, MLP_SIZES[0])).astype(np.float32))
+
+  def run() -> Any:
+    def forward(params, x):  # a new function object each time: no cache can answer
+      for w, b in params:
+        x = fw.jnp.tanh(fw.jnp.dot(x, w) + b)
+      return x
+    return fw.block_until_ready(fw.jit(forward)(params, x))
+  return run
+
+
+# ----------------------------------------------------------------------------- runner
+
+
+def load_frameworks(with_jax: bool) -> list[Framework]:
+  import jaxon
+  import jaxon.numpy
+  frameworks = [Framework("jaxon", jaxon.jit, jaxon.numpy, jaxon.device_put,
+                          jaxon.block_until_ready, jaxon.tree_leaves)]
+  if with_jax:
+    try:
+      import jax
+      import jax.numpy
+    except ImportError:
+      print("(jax is not importable: timing jaxon alone; install the 'bench' extra in a "
+            "separate environment to compare)")
+    else:
+      frameworks.append(Framework("jax", jax.jit, jax.numpy, jax.device_put,
+                                  jax.block_until_ready, jax.tree_util.tree_leaves))
+  return frameworks
+
+
+def _time_once(run: Callable[[], Any]) -> float:
+  start = time.perf_counter()
+  run()
+  return time.perf_counter() - start
+
+
+def _check_agreement(name: str, results: dict[str, Any], frameworks: list[Framework]) -> None:
+  """Warns when the frameworks' results differ: a fast wrong answer is not a result."""
+  if len(results) < 2:
+    return
+  fw_by_name = {fw.name: fw for fw in frameworks}
+  leaves = {n: [np.asarray(x) for x in fw_by_name[n].tree_leaves(r)] for n, r in results.items()}
+  first, *others = leaves.values()
+  for other in others:
+    if len(other) != len(first) or not all(
+        a.shape == b.shape and np.allclose(a, b, rtol=1e-4, atol=1e-5)
+        for a, b in zip(first, other)):
+      print(f"  warning: {name}: results differ between frameworks", file=sys.stderr)
+
+
+def measure(wl: Workload, frameworks: list[Framework], repeat: int, warmup: int
+            ) -> dict[str, list[float] | str]:
+  """Per-unit times for each framework (or the reason it was skipped), interleaved."""
+  runs: dict[str, Callable[[], Any]] = {}
+  times: dict[str, list[float] | str] = {}
+  for fw in frameworks:
+    try:
+      runs[fw.name] = wl.setup(fw)
+    except Unsupported as e:
+      times[fw.name] = f"skipped: {e}"
+  results = {}
+  for name, run in runs.items():
+    for _ in range(warmup):
+      results[name] = run()
+    times[name] = []
+  _check_agreement(wl.name, results, frameworks)
+  gc.collect()
+  order = list(runs)
+  for rep in range(repeat):
+    for name in (order if rep % 2 == 0 else order[::-1]):
+      times[name].append(_time_once(runs[name]) / wl.units_per_run)
+  return times
+
+
+def _fmt(seconds: float) -> str:
+  for scale, suffix in ((1, "s"), (1e-3, "ms"), (1e-6, "µs")):
+    if seconds >= scale:
+      return f"{seconds / scale:7.2f} {suffix}"
+  return f"{seconds * 1e9:7.1f} ns"
+
+
+def report(wl: Workload, times: dict[str, list[float] | str]) -> None:
+  print(f"\n{wl.name}: {wl.description}")
+  medians = {}
+  for name, ts in times.items():
+    if isinstance(ts, str):
+      print(f"  {name:6} {ts}")
+      continue
+    medians[name] = statistics.median(ts)
+    print(f"  {name:6} {_fmt(medians[name])} per {wl.unit}   (min {_fmt(min(ts)).strip()}, "
+          f"{len(ts)} reps)")
+  if "jaxon" in medians and "jax" in medians:
+    print(f"  jaxon/jax = {medians['jaxon'] / medians['jax']:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--only", action="append", metavar="NAME",
+                      help="run only this workload (repeatable, or comma-separated)")
+  parser.add_argument("--repeat", type=int, help="timed repetitions per framework")
+  parser.add_argument("--warmup", type=int, default=2, help="untimed repetitions first")
+  parser.add_argument("--no-jax", action="store_true", help="time jaxon alone")
+  parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+  args = parser.parse_args(argv)
+  if args.list:
+    for wl in WORKLOADS.values():
+      print(f"{wl.name:16} {wl.description}")
+    return 0
+  names = [n for item in args.only or [] for n in item.split(",")] or list(WORKLOADS)
+  unknown = [n for n in names if n not in WORKLOADS]
+  if unknown:
+    parser.error(f"unknown workload(s) {unknown}; known: {sorted(WORKLOADS)}")
+  frameworks = load_frameworks(with_jax=not args.no_jax)
+  print("frameworks: " + ", ".join(
+      f"{fw.name} {sys.modules[fw.name].__version__}" for fw in frameworks))
+  for name in names:
+    wl = WORKLOADS[name]
+    report(wl, measure(wl, frameworks, args.repeat or wl.repeat, args.warmup))
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())

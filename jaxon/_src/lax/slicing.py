@@ -1,0 +1,778 @@
+"""Slicing primitives: `slice`, `dynamic_slice`, `dynamic_update_slice`, and XLA's general
+`gather` and `scatter` family.
+
+- `slice` takes static bounds. `dynamic_slice` and `dynamic_update_slice` take their start
+  indices as scalar operands and, like XLA, clamp them so the window fits inside the operand
+  (an index past the end reads or writes the last window instead of failing).
+- `gather` and `scatter` are described by *dimension numbers*, which say how the dimensions
+  of the operand, the index array and the result relate. The index array's last dimension is
+  always the index vector (one start index per entry of `start_index_map`); its other
+  dimensions are *batch* dimensions. `GatherScatterMode` says what happens to out-of-bounds
+  indices.
+"""
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxon._src import core, dtypes
+from jaxon._src.core import ShapedArray
+from jaxon._src.interpreters import mlir
+from jaxon._src.lax import lax, shape_ops, utils
+from jaxon._src.xla.array import Array
+
+
+def _operand_weak_type(operand: ShapedArray, *avals: ShapedArray, **params: Any) -> bool:
+  """Slicing results are weakly typed when the sliced operand is; indices do not matter."""
+  return operand.weak_type
+
+
+def _static_ints(name: str, values: Sequence[Any], what: str) -> tuple[int, ...]:
+  try:
+    return tuple(int(core.concrete_or_error(
+        int, v, f"The {what} argument of {name} must be static.")) for v in values)
+  except TypeError as e:
+    if isinstance(e, core.ConcretizationTypeError):
+      raise
+    raise TypeError(f"{name} {what} must be a sequence of integers, got {values!r}") from e
+
+
+# ----------------------------------------------------------------------------- slice
+
+def slice(operand: Any, start_indices: Sequence[int], limit_indices: Sequence[int],
+          strides: Sequence[int] | None = None) -> Any:
+  """The sub-array `operand[start:limit:stride]` in every dimension, with static bounds.
+
+  Args:
+    operand: the array to slice.
+    start_indices: the first index of each dimension (`0 <= start <= limit`).
+    limit_indices: one past the last index of each dimension (`limit <= shape`).
+    strides: the step of each dimension (positive), or None for all ones.
+
+  Example:
+    >>> lax.slice(jnp.arange(10), (1,), (8,), (3,))
+    Array([1, 4, 7], dtype=int32)
+  """
+  start = _static_ints("slice", start_indices, "start_indices")
+  limit = _static_ints("slice", limit_indices, "limit_indices")
+  stride = None if strides is None else _static_ints("slice", strides, "strides")
+  if stride is not None and all(s == 1 for s in stride):
+    stride = None
+  return slice_p.bind(operand, start_indices=start, limit_indices=limit, strides=stride)
+
+
+def _slice_shape_rule(operand: ShapedArray, *, start_indices: tuple[int, ...],
+                      limit_indices: tuple[int, ...], strides: tuple[int, ...] | None
+                      ) -> tuple[int, ...]:
+  strides = strides or (1,) * operand.ndim
+  for what, values in (("start_indices", start_indices), ("limit_indices", limit_indices),
+                       ("strides", strides)):
+    if len(values) != operand.ndim:
+      raise TypeError(f"slice {what} must have length equal to the number of dimensions "
+                      f"of the operand, got {what}={values} for operand of shape "
+                      f"{operand.shape}.")
+  if any(s <= 0 for s in strides):
+    raise TypeError(f"slice strides must be positive, got {strides}")
+  if any(not 0 <= lo <= hi <= d
+         for lo, hi, d in zip(start_indices, limit_indices, operand.shape)):
+    raise TypeError(f"slice bounds must satisfy 0 <= start <= limit <= shape in every "
+                    f"dimension, got start_indices={start_indices}, "
+                    f"limit_indices={limit_indices} for operand of shape {operand.shape}.")
+  return tuple((hi - lo + s - 1) // s
+               for lo, hi, s in zip(start_indices, limit_indices, strides))
+
+
+slice_p = utils.standard_primitive("slice", _slice_shape_rule, utils.input_dtype,
+                                   _operand_weak_type)
+
+
+def _slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
+                    start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
+                    strides: tuple[int, ...] | None) -> list[ir.Value]:
+  strides = strides or (1,) * len(start_indices)
+  return [hlo.slice(operand, start_indices, limit_indices, strides)]
+
+
+mlir.register_lowering(slice_p, _slice_lowering)
+
+
+def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
+                 stride: int = 1, axis: int = 0) -> Any:
+  """`operand[start:limit:stride]` along `axis` only; None and negative bounds count as in
+  Python slices (None is the start or the end, negative counts from the end)."""
+  shape = np.shape(operand)
+  axis = utils.canonicalize_axis(int(axis), len(shape))
+  size = shape[axis]
+  start = 0 if start_index is None else int(start_index)
+  limit = size if limit_index is None else int(limit_index)
+  start, limit = (start + size if start < 0 else start), (limit + size if limit < 0 else limit)
+  starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+  starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
+  return slice(operand, starts, limits, strides)
+
+
+def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
+  """The entry `index` along `axis` (negative counts from the end); without `keepdims` the
+  axis is dropped. A static index must be in bounds (IndexError otherwise)."""
+  shape = np.shape(operand)
+  axis = utils.canonicalize_axis(int(axis), len(shape))
+  index, size = int(index), shape[axis]
+  wrapped = index + size if index < 0 else index
+  if not 0 <= wrapped < size:
+    raise IndexError(f"index {index} is out of bounds for axis {axis} with size {size}")
+  result = slice_in_dim(operand, wrapped, wrapped + 1, 1, axis)
+  return result if keepdims else shape_ops.squeeze(result, (axis,))
+
+
+# ----------------------------------------------------------------------------- start indices
+
+def _is_static_int(x: Any) -> bool:
+  return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def normalize_index(index: Any, size: int) -> Any:
+  """`index + size` where `index` is negative: NumPy's counting from the end.
+
+  Static indices are normalized in Python; traced ones with `lt` and `select_n`, which
+  leaves unsigned indices alone."""
+  if _is_static_int(index):
+    return index + size if index < 0 else index
+  dtype = dtypes.dtype(index)
+  if not dtypes.issubdtype(dtype, np.signedinteger):
+    return index
+  size_ = lax._convert_element_type(size, dtype)
+  zero = lax._convert_element_type(0, dtype)
+  return lax.select_n(lax.lt(index, zero), index, lax.add(index, size_))
+
+
+def _index_dtype(name: str, indices: Sequence[Any]) -> np.dtype:
+  """The one integer dtype all start indices are converted to (XLA wants them equal)."""
+  for pos, i in enumerate(indices):
+    if not dtypes.is_integer(dtypes.dtype(i)) or np.ndim(i) != 0:
+      aval = core.get_aval(i)
+      raise TypeError(f"{name} start indices must be scalars of integer type, got "
+                      f"{aval.str_short()} at position {pos}.")
+  if not indices:
+    return dtypes.canonicalize_dtype(np.int32)
+  return dtypes.canonicalize_dtype(dtypes.result_type(*indices))
+
+
+def _dynamic_start_indices(name: str, operand_shape: tuple[int, ...], start_indices: Any,
+                           allow_negative_indices: bool | Sequence[bool]) -> list[Any]:
+  """The start indices as a list of scalars of one dtype, negative ones normalized."""
+  if isinstance(start_indices, (Array, core.Tracer, np.ndarray)):
+    if np.ndim(start_indices) != 1:
+      raise TypeError(f"{name} start_indices must be a sequence of scalars or a 1D array, "
+                      f"got an array of shape {np.shape(start_indices)}.")
+    start_indices = [start_indices[i] for i in range(np.shape(start_indices)[0])]
+  start_indices = list(start_indices)
+  if len(start_indices) != len(operand_shape):
+    raise TypeError(f"Length of {name} start_indices must match the number of operand "
+                    f"dimensions ({len(start_indices)} vs {len(operand_shape)}): operand "
+                    f"has shape {operand_shape}.")
+  dtype = _index_dtype(name, start_indices)
+  allow = allow_negative_indices
+  allow = [allow] * len(start_indices) if isinstance(allow, bool) else list(allow)
+  return [lax._convert_element_type(normalize_index(i, d) if ok else i, dtype)
+          for i, d, ok in zip(start_indices, operand_shape, allow)]
+
+
+def _check_start_avals(name: str, operand: ShapedArray, starts: Sequence[ShapedArray]) -> None:
+  if len(starts) != operand.ndim:
+    raise TypeError(f"{name} takes one start index per operand dimension: got "
+                    f"{len(starts)} for operand of shape {operand.shape}.")
+  if any(s.shape or not dtypes.is_integer(s.dtype) for s in starts):
+    types = ", ".join(s.str_short() for s in starts)
+    raise TypeError(f"{name} start indices must be integer scalars, got {types}.")
+  if len({s.dtype for s in starts}) > 1:
+    types = ", ".join(s.str_short() for s in starts)
+    raise TypeError(f"{name} start indices must all have the same dtype, got {types}.")
+
+
+# ----------------------------------------------------------------------------- dynamic_slice
+
+def dynamic_slice(operand: Any, start_indices: Any, slice_sizes: Sequence[int], *,
+                  allow_negative_indices: bool | Sequence[bool] = True) -> Any:
+  """The window of static `slice_sizes` starting at traced `start_indices`.
+
+  Start indices are clamped so the window fits (XLA's semantics): with `x = arange(5)`,
+  `dynamic_slice(x, (4,), (2,))` is `[3, 4]`. Negative indices count from the end unless
+  `allow_negative_indices` is False.
+
+  Args:
+    operand: the array to slice.
+    start_indices: one integer scalar per dimension, or a 1D integer array.
+    slice_sizes: the static size of the window in each dimension.
+    allow_negative_indices: whether negative start indices count from the end (one flag, or
+      one per dimension).
+  """
+  shape = np.shape(operand)
+  starts = _dynamic_start_indices("dynamic_slice", shape, start_indices,
+                                  allow_negative_indices)
+  sizes = _static_ints("dynamic_slice", slice_sizes, "slice_sizes")
+  return dynamic_slice_p.bind(operand, *starts, slice_sizes=sizes)
+
+
+def _dynamic_slice_shape_rule(operand: ShapedArray, *starts: ShapedArray,
+                              slice_sizes: tuple[int, ...]) -> tuple[int, ...]:
+  _check_start_avals("dynamic_slice", operand, starts)
+  if len(slice_sizes) != operand.ndim or any(
+      not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+    raise TypeError(f"dynamic_slice slice_sizes must have one entry per operand dimension "
+                    f"with 0 <= size <= dimension, got slice_sizes={slice_sizes} for operand "
+                    f"of shape {operand.shape}.")
+  return slice_sizes
+
+
+dynamic_slice_p = utils.standard_primitive("dynamic_slice", _dynamic_slice_shape_rule,
+                                           utils.input_dtype, _operand_weak_type)
+
+
+def _dynamic_slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value,
+                            *starts: ir.Value, slice_sizes: tuple[int, ...]) -> list[ir.Value]:
+  return [hlo.dynamic_slice(operand, starts, slice_sizes)]
+
+
+mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+
+
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
+                         allow_negative_indices: bool = True) -> Any:
+  """`dynamic_slice` along `axis` only: the whole of every other dimension."""
+  shape = np.shape(operand)
+  axis = utils.canonicalize_axis(int(axis), len(shape))
+  starts: list[Any] = [0] * len(shape)
+  sizes = list(shape)
+  starts[axis], sizes[axis] = start_index, int(slice_size)
+  allow = [False] * len(shape)
+  allow[axis] = allow_negative_indices
+  return dynamic_slice(operand, starts, sizes, allow_negative_indices=allow)
+
+
+def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True, *,
+                         allow_negative_indices: bool = True) -> Any:
+  """The entry at traced `index` along `axis` (clamped); without `keepdims` the axis is
+  dropped."""
+  result = dynamic_slice_in_dim(operand, index, 1, axis,
+                                allow_negative_indices=allow_negative_indices)
+  if keepdims:
+    return result
+  return shape_ops.squeeze(result, (utils.canonicalize_axis(int(axis), np.ndim(operand)),))
+
+
+# ----------------------------------------------------------------------------- dynamic_update_slice
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Any, *,
+                         allow_negative_indices: bool | Sequence[bool] = True) -> Any:
+  """`operand` with the window at `start_indices` replaced by `update`.
+
+  Start indices are clamped so `update` fits inside `operand` (XLA's semantics); negative
+  ones count from the end unless `allow_negative_indices` is False. `update` must have the
+  operand's dtype and rank.
+
+  Example:
+    >>> lax.dynamic_update_slice(jnp.zeros(5), jnp.ones(2), (4,))
+    Array([0., 0., 0., 1., 1.], dtype=float32)
+  """
+  shape = np.shape(operand)
+  starts = _dynamic_start_indices("dynamic_update_slice", shape, start_indices,
+                                  allow_negative_indices)
+  return dynamic_update_slice_p.bind(operand, update, *starts)
+
+
+def _dynamic_update_slice_shape_rule(operand: ShapedArray, update: ShapedArray,
+                                     *starts: ShapedArray) -> tuple[int, ...]:
+  _check_start_avals("dynamic_update_slice", operand, starts)
+  if update.ndim != operand.ndim or any(u > d for u, d in zip(update.shape, operand.shape)):
+    raise TypeError(f"dynamic_update_slice update must have the operand's rank and fit "
+                    f"inside it, got update of shape {update.shape} for operand of shape "
+                    f"{operand.shape}.")
+  return operand.shape
+
+
+def _dynamic_update_slice_dtype_rule(operand: ShapedArray, update: ShapedArray,
+                                     *starts: ShapedArray) -> np.dtype:
+  utils.check_same_dtypes("dynamic_update_slice", operand, update)
+  return operand.dtype
+
+
+dynamic_update_slice_p = utils.standard_primitive(
+    "dynamic_update_slice", _dynamic_update_slice_shape_rule, _dynamic_update_slice_dtype_rule,
+    _operand_weak_type)
+
+
+def _dynamic_update_slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value,
+                                   update: ir.Value, *starts: ir.Value) -> list[ir.Value]:
+  return [hlo.dynamic_update_slice(operand, update, starts)]
+
+
+mlir.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
+
+
+def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
+  """`dynamic_update_slice` at `start_index` along `axis`, zero along every other one."""
+  ndim = np.ndim(operand)
+  axis = utils.canonicalize_axis(int(axis), ndim)
+  starts: list[Any] = [0] * ndim
+  starts[axis] = start_index
+  allow = [False] * ndim
+  allow[axis] = allow_negative_indices
+  return dynamic_update_slice(operand, update, starts, allow_negative_indices=allow)
+
+
+def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int, *,
+                                allow_negative_indices: bool = True) -> Any:
+  """Replaces the entry at `index` along `axis`; `update` may lack that axis."""
+  ndim = np.ndim(operand)
+  axis = utils.canonicalize_axis(int(axis), ndim)
+  if np.ndim(update) == ndim - 1:
+    update = shape_ops.expand_dims(update, (axis,))
+  return dynamic_update_slice_in_dim(operand, update, index, axis,
+                                     allow_negative_indices=allow_negative_indices)
+
+
+# ----------------------------------------------------------------------------- modes
+
+class GatherScatterMode(enum.Enum):
+  """What gather and scatter do with out-of-bounds indices.
+
+  - CLIP: indices are clamped so the whole window is in bounds.
+  - FILL_OR_DROP: a gathered window that is partly out of bounds is filled with the fill
+    value; a scattered window that is partly out of bounds is dropped.
+  - PROMISE_IN_BOUNDS: the caller promises indices are in bounds; XLA then clamps gathers
+    and drops scatters.
+  """
+  CLIP = enum.auto()
+  FILL_OR_DROP = enum.auto()
+  PROMISE_IN_BOUNDS = enum.auto()
+
+  @staticmethod
+  def from_any(s: str | GatherScatterMode | None) -> GatherScatterMode:
+    """Parses 'clip', 'fill' or 'drop', 'promise_in_bounds', or None (FILL_OR_DROP)."""
+    if isinstance(s, GatherScatterMode):
+      return s
+    mode = _MODE_NAMES.get(s) if s is None or isinstance(s, str) else None
+    if mode is None:
+      raise ValueError(f"Unknown gather mode {s!r}: expected one of 'clip', 'fill', 'drop', "
+                       f"'promise_in_bounds' or a GatherScatterMode.")
+    return mode
+
+
+_MODE_NAMES = {None: GatherScatterMode.FILL_OR_DROP, "fill": GatherScatterMode.FILL_OR_DROP,
+               "drop": GatherScatterMode.FILL_OR_DROP, "clip": GatherScatterMode.CLIP,
+               "promise_in_bounds": GatherScatterMode.PROMISE_IN_BOUNDS}
+
+
+# ----------------------------------------------------------------------------- dimension checks
+
+def _check_dims(name: str, what: str, dims: tuple[int, ...], rank: int, *,
+                sorted_: bool = True) -> None:
+  """`dims` must be distinct dimensions in [0, rank), in ascending order if `sorted_`."""
+  if any(not 0 <= d < rank for d in dims):
+    raise TypeError(f"{name} {what} must be in the range [0, {rank}), got {what}={dims}.")
+  if len(set(dims)) != len(dims):
+    raise TypeError(f"{name} {what} must not repeat a dimension, got {what}={dims}.")
+  if sorted_ and list(dims) != sorted(dims):
+    raise TypeError(f"{name} {what} must be sorted, got {what}={dims}.")
+
+
+def _check_index_array(name: str, indices: ShapedArray) -> None:
+  if not dtypes.is_integer(indices.dtype):
+    raise TypeError(f"{name} indices must have an integer type, got {indices.str_short()}.")
+  if indices.ndim < 1:
+    raise TypeError(f"{name} indices must have at least one dimension (the last is the "
+                    f"index vector), got {indices.str_short()}.")
+
+
+def _check_batching_dims(name: str, operand: ShapedArray, indices: ShapedArray,
+                         operand_batching_dims: tuple[int, ...],
+                         indices_batching_dims: tuple[int, ...], indices_what: str) -> None:
+  """Operand batching dims pair up with index batch dims of the same sizes."""
+  _check_dims(name, "operand_batching_dims", operand_batching_dims, operand.ndim)
+  _check_dims(name, indices_what, indices_batching_dims, indices.ndim - 1, sorted_=False)
+  if len(operand_batching_dims) != len(indices_batching_dims) or any(
+      operand.shape[o] != indices.shape[i]
+      for o, i in zip(operand_batching_dims, indices_batching_dims)):
+    raise TypeError(f"{name} operand_batching_dims={operand_batching_dims} and "
+                    f"{indices_what}={indices_batching_dims} must pair up dimensions of "
+                    f"equal size, got operand of shape {operand.shape} and indices of shape "
+                    f"{indices.shape}.")
+
+
+def _check_index_map(name: str, what: str, index_map: tuple[int, ...], operand: ShapedArray,
+                     indices: ShapedArray, operand_batching_dims: tuple[int, ...]) -> None:
+  """One operand dimension per entry of the index vector, none of them a batching dim."""
+  if len(index_map) != indices.shape[-1]:
+    raise TypeError(f"{name} {what} must have one entry per element of the index vector "
+                    f"(the last dimension of indices), got {what}={index_map} for indices "
+                    f"of shape {indices.shape}.")
+  _check_dims(name, what, index_map, operand.ndim, sorted_=False)
+  if set(index_map) & set(operand_batching_dims):
+    raise TypeError(f"{name} {what}={index_map} must not contain operand_batching_dims="
+                    f"{operand_batching_dims}.")
+
+
+def _window_operand_dims(ndim: int, *excluded: tuple[int, ...]) -> list[int]:
+  """The operand dimensions that keep a dimension in the window (not collapsed/batched)."""
+  dropped = set().union(*excluded)
+  return [d for d in range(ndim) if d not in dropped]
+
+
+# ----------------------------------------------------------------------------- index bounds
+
+def _index_upper_bounds(operand_shape: Sequence[int], window: Sequence[int],
+                        index_map: Sequence[int]) -> list[int]:
+  """The largest in-bounds start index of each entry of the index vector."""
+  return [operand_shape[d] - window[d] for d in index_map]
+
+
+def _broadcast_along_last(ctx_aval: ShapedArray, values: Sequence[int]) -> ir.Value:
+  """A constant of the index array's shape holding `values` along its last dimension."""
+  const = mlir.ir_constant(np.array(values, ctx_aval.dtype).reshape(len(values)))
+  return hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx_aval), const, [ctx_aval.ndim - 1])
+
+
+def _clamp_indices(indices: ir.Value, aval: ShapedArray, upper: Sequence[int]) -> ir.Value:
+  lower = _broadcast_along_last(aval, [0] * len(upper))
+  return hlo.clamp(lower, indices, _broadcast_along_last(aval, upper))
+
+
+def _in_bounds_mask(indices: ir.Value, aval: ShapedArray, upper: Sequence[int]) -> ir.Value:
+  """A boolean per index vector (shape `aval.shape[:-1]`): every entry in bounds."""
+  ge = lax.compare_hlo(indices, _broadcast_along_last(aval, [0] * len(upper)), "GE", aval.dtype)
+  le = lax.compare_hlo(indices, _broadcast_along_last(aval, upper), "LE", aval.dtype)
+  ok = hlo.and_(ge, le)
+  pred = ShapedArray((), np.bool_)
+  op = hlo.ReduceOp([mlir.aval_to_ir_type(pred.update(shape=aval.shape[:-1]))], [ok],
+                    [mlir.ir_constant(np.array(True))],
+                    ir.DenseI64ArrayAttr.get([aval.ndim - 1]))
+  scalar = mlir.aval_to_ir_type(pred)
+  block = op.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    hlo.return_([hlo.and_(*block.arguments)])
+  return op.result
+
+
+# ----------------------------------------------------------------------------- gather
+
+class GatherDimensionNumbers(NamedTuple):
+  """How the dimensions of a gather's operand, indices and output relate.
+
+  Attributes:
+    offset_dims: the output dimensions that index into a gathered window (ascending).
+    collapsed_slice_dims: operand dimensions of window size 1 that the output drops
+      (ascending).
+    start_index_map: for each entry of the index vector, the operand dimension it starts.
+    operand_batching_dims: operand dimensions that pair with `start_indices_batching_dims`
+      (each output batch element reads its own operand slice along them).
+    start_indices_batching_dims: the index batch dimensions paired with those.
+
+  The index vector is always the last dimension of the indices; the output's non-offset
+  dimensions are the indices' other dimensions, in order.
+  """
+  offset_dims: tuple[int, ...]
+  collapsed_slice_dims: tuple[int, ...]
+  start_index_map: tuple[int, ...]
+  operand_batching_dims: tuple[int, ...] = ()
+  start_indices_batching_dims: tuple[int, ...] = ()
+
+
+def _canonical_dnums(dnums: Any, cls: type, name: str) -> Any:
+  """The dimension numbers with every field a tuple of ints (so they are hashable)."""
+  if not isinstance(dnums, cls):
+    raise TypeError(f"{name} dimension_numbers must be a {cls.__name__}, got "
+                    f"{type(dnums).__name__}: {dnums!r}")
+  return cls(*(tuple(int(d) for d in field) for field in dnums))
+
+
+def _gather_fill_value(dtype: np.dtype) -> Any:
+  """What FILL_OR_DROP returns out of bounds by default: NaN, or the most extreme integer
+  (the minimum for signed types, the maximum for unsigned ones), or True."""
+  if dtypes.is_inexact(dtype):
+    return np.nan
+  if dtypes.issubdtype(dtype, np.signedinteger):
+    return int(dtypes.iinfo(dtype).min)
+  if dtypes.issubdtype(dtype, np.unsignedinteger):
+    return int(dtypes.iinfo(dtype).max)
+  return True
+
+
+_NAN = float("nan")
+
+
+def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionNumbers,
+           slice_sizes: Sequence[int], *, unique_indices: bool = False,
+           indices_are_sorted: bool = False, mode: str | GatherScatterMode | None = None,
+           fill_value: Any = None) -> Any:
+  """XLA's gather: one window of `slice_sizes` from `operand` per index vector.
+
+  Prefer NumPy-style indexing (`x[idx]`), which builds the dimension numbers for you.
+
+  Args:
+    operand: the array to read from.
+    start_indices: integer array whose last dimension holds the start index vectors.
+    dimension_numbers: a `GatherDimensionNumbers`.
+    slice_sizes: the window size in each operand dimension.
+    unique_indices: a promise that windows do not overlap (not checked).
+    indices_are_sorted: a promise that the indices are sorted (not checked).
+    mode: out-of-bounds behaviour (default 'promise_in_bounds', which XLA clamps);
+      'clip' clamps, 'fill'/'drop' return `fill_value` for windows that do not fit.
+    fill_value: the value of out-of-bounds windows in 'fill' mode; defaults to NaN for
+      inexact types, the minimum of signed and the maximum of unsigned integers, True.
+
+  Example:
+    >>> x = jnp.array([10, 11, 12])
+    >>> dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+    ...                                    start_index_map=(0,))
+    >>> lax.gather(x, jnp.array([[2], [0]]), dnums, slice_sizes=(1,))
+    Array([12, 10], dtype=int32)
+  """
+  dnums = _canonical_dnums(dimension_numbers, GatherDimensionNumbers, "gather")
+  mode = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+                                    else mode)
+  if mode == GatherScatterMode.FILL_OR_DROP:
+    dtype = dtypes.dtype(operand, canonicalize=True)
+    fill_value = _gather_fill_value(dtype) if fill_value is None else fill_value
+    fill_value = np.array(core.concrete_or_error(None, fill_value, "gather fill_value"),
+                          dtype).item()
+    if fill_value != fill_value:  # one NaN object, so equal params hit the compile cache
+      fill_value = _NAN
+  else:
+    fill_value = None
+  return gather_p.bind(operand, start_indices, dimension_numbers=dnums,
+                       slice_sizes=_static_ints("gather", slice_sizes, "slice_sizes"),
+                       unique_indices=bool(unique_indices),
+                       indices_are_sorted=bool(indices_are_sorted), mode=mode,
+                       fill_value=fill_value)
+
+
+def _gather_shape_rule(operand: ShapedArray, indices: ShapedArray, *,
+                       dimension_numbers: GatherDimensionNumbers,
+                       slice_sizes: tuple[int, ...], **_: Any) -> tuple[int, ...]:
+  dn = dimension_numbers
+  _check_index_array("gather", indices)
+  out_rank = len(dn.offset_dims) + indices.ndim - 1
+  _check_dims("gather", "offset_dims", dn.offset_dims, out_rank)
+  _check_dims("gather", "collapsed_slice_dims", dn.collapsed_slice_dims, operand.ndim)
+  _check_batching_dims("gather", operand, indices, dn.operand_batching_dims,
+                       dn.start_indices_batching_dims, "start_indices_batching_dims")
+  if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims):
+    raise TypeError(f"gather collapsed_slice_dims={dn.collapsed_slice_dims} and "
+                    f"operand_batching_dims={dn.operand_batching_dims} must be disjoint.")
+  _check_index_map("gather", "start_index_map", dn.start_index_map, operand, indices,
+                   dn.operand_batching_dims)
+  window_dims = _window_operand_dims(operand.ndim, dn.collapsed_slice_dims,
+                                     dn.operand_batching_dims)
+  if len(window_dims) != len(dn.offset_dims):
+    raise TypeError(f"gather needs one offset_dim per operand dimension that is neither "
+                    f"collapsed nor batching: operand of shape {operand.shape} has "
+                    f"{len(window_dims)}, got offset_dims={dn.offset_dims}.")
+  if len(slice_sizes) != operand.ndim or any(
+      not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+    raise TypeError(f"gather slice_sizes must have one entry per operand dimension with "
+                    f"0 <= size <= dimension, got slice_sizes={slice_sizes} for operand of "
+                    f"shape {operand.shape}.")
+  for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
+    if slice_sizes[d] > 1:
+      raise TypeError(f"gather can only collapse or batch operand dimensions of slice size "
+                      f"1, but slice_sizes[{d}]={slice_sizes[d]} (slice_sizes={slice_sizes}).")
+  offsets = iter([slice_sizes[d] for d in window_dims])
+  batch = iter(indices.shape[:-1])
+  return tuple(next(offsets) if d in dn.offset_dims else next(batch) for d in range(out_rank))
+
+
+gather_p = utils.standard_primitive("gather", _gather_shape_rule, utils.input_dtype,
+                                    _operand_weak_type)
+
+
+def _gather_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, indices: ir.Value, *,
+                     dimension_numbers: GatherDimensionNumbers, slice_sizes: tuple[int, ...],
+                     unique_indices: bool, indices_are_sorted: bool, mode: GatherScatterMode,
+                     fill_value: Any) -> list[ir.Value]:
+  dn = dimension_numbers
+  operand_aval, indices_aval = ctx.avals_in
+  upper = _index_upper_bounds(operand_aval.shape, slice_sizes, dn.start_index_map)
+  if mode == GatherScatterMode.CLIP:
+    indices = _clamp_indices(indices, indices_aval, upper)
+  hlo_dnums = hlo.GatherDimensionNumbers.get(
+      offset_dims=list(dn.offset_dims), collapsed_slice_dims=list(dn.collapsed_slice_dims),
+      operand_batching_dims=list(dn.operand_batching_dims),
+      start_indices_batching_dims=list(dn.start_indices_batching_dims),
+      start_index_map=list(dn.start_index_map), index_vector_dim=indices_aval.ndim - 1)
+  out = hlo.gather(operand, indices, hlo_dnums, slice_sizes,
+                   indices_are_sorted=ir.BoolAttr.get(indices_are_sorted))
+  if mode != GatherScatterMode.FILL_OR_DROP:
+    return [out]
+  out_aval = ctx.avals_out[0]
+  mask = _in_bounds_mask(indices, indices_aval, upper)
+  batch_dims = [d for d in range(out_aval.ndim) if d not in dn.offset_dims]
+  mask = hlo.broadcast_in_dim(mlir.aval_to_ir_type(out_aval.update(dtype=np.bool_)), mask,
+                              batch_dims)
+  return [hlo.select(mask, out, mlir.full_like_aval(fill_value, out_aval))]
+
+
+mlir.register_lowering(gather_p, _gather_lowering)
+
+
+# ----------------------------------------------------------------------------- scatter
+
+class ScatterDimensionNumbers(NamedTuple):
+  """How the dimensions of a scatter's operand, indices and updates relate (the mirror
+  image of `GatherDimensionNumbers`).
+
+  Attributes:
+    update_window_dims: the dimensions of `updates` that index into a window (ascending).
+    inserted_window_dims: operand dimensions of window size 1 that `updates` lacks
+      (ascending).
+    scatter_dims_to_operand_dims: for each entry of the index vector, the operand dimension
+      it starts.
+    operand_batching_dims: operand dimensions paired with `scatter_indices_batching_dims`.
+    scatter_indices_batching_dims: the index batch dimensions paired with those.
+  """
+  update_window_dims: tuple[int, ...]
+  inserted_window_dims: tuple[int, ...]
+  scatter_dims_to_operand_dims: tuple[int, ...]
+  operand_batching_dims: tuple[int, ...] = ()
+  scatter_indices_batching_dims: tuple[int, ...] = ()
+
+
+def _scatter_shape_rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray, *,
+                        dimension_numbers: ScatterDimensionNumbers, **_: Any
+                        ) -> tuple[int, ...]:
+  dn = dimension_numbers
+  _check_index_array("scatter", indices)
+  _check_dims("scatter", "update_window_dims", dn.update_window_dims, updates.ndim)
+  _check_dims("scatter", "inserted_window_dims", dn.inserted_window_dims, operand.ndim)
+  _check_batching_dims("scatter", operand, indices, dn.operand_batching_dims,
+                       dn.scatter_indices_batching_dims, "scatter_indices_batching_dims")
+  if set(dn.inserted_window_dims) & set(dn.operand_batching_dims):
+    raise TypeError(f"scatter inserted_window_dims={dn.inserted_window_dims} and "
+                    f"operand_batching_dims={dn.operand_batching_dims} must be disjoint.")
+  _check_index_map("scatter", "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+                   operand, indices, dn.operand_batching_dims)
+  window_dims = _window_operand_dims(operand.ndim, dn.inserted_window_dims,
+                                     dn.operand_batching_dims)
+  if len(window_dims) != len(dn.update_window_dims):
+    raise TypeError(f"scatter needs one update_window_dim per operand dimension that is "
+                    f"neither inserted nor batching: operand of shape {operand.shape} has "
+                    f"{len(window_dims)}, got update_window_dims={dn.update_window_dims}.")
+  update_batch = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+  if [updates.shape[d] for d in update_batch] != list(indices.shape[:-1]) or any(
+      updates.shape[u] > operand.shape[o] for u, o in zip(dn.update_window_dims, window_dims)):
+    raise TypeError(f"scatter updates of shape {updates.shape} do not match: its scatter "
+                    f"dimensions must equal the index batch shape {indices.shape[:-1]} and "
+                    f"its window dimensions {dn.update_window_dims} must fit in operand of "
+                    f"shape {operand.shape}.")
+  return operand.shape
+
+
+def _scatter_dtype_rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray,
+                        **_: Any) -> np.dtype:
+  utils.check_same_dtypes("scatter", operand, updates)
+  return operand.dtype
+
+
+def _scatter_window(operand: ShapedArray, updates: ShapedArray,
+                    dn: ScatterDimensionNumbers) -> list[int]:
+  """The window size in each operand dimension (1 where updates have no dimension)."""
+  window = [1] * operand.ndim
+  window_dims = _window_operand_dims(operand.ndim, dn.inserted_window_dims,
+                                     dn.operand_batching_dims)
+  for o, u in zip(window_dims, dn.update_window_dims):
+    window[o] = updates.shape[u]
+  return window
+
+
+def _scatter_lowering(combine: Callable[[ir.Value, ir.Value], ir.Value]) -> mlir.LoweringRule:
+  """`stablehlo.scatter` whose update computation is `combine(old, update)`."""
+  def rule(ctx: mlir.LoweringRuleContext, operand: ir.Value, indices: ir.Value,
+           updates: ir.Value, *, dimension_numbers: ScatterDimensionNumbers,
+           indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode
+           ) -> list[ir.Value]:
+    dn = dimension_numbers
+    operand_aval, indices_aval, updates_aval = ctx.avals_in
+    if mode == GatherScatterMode.CLIP:
+      window = _scatter_window(operand_aval, updates_aval, dn)
+      upper = _index_upper_bounds(operand_aval.shape, window, dn.scatter_dims_to_operand_dims)
+      indices = _clamp_indices(indices, indices_aval, upper)
+    hlo_dnums = hlo.ScatterDimensionNumbers.get(
+        update_window_dims=list(dn.update_window_dims),
+        inserted_window_dims=list(dn.inserted_window_dims),
+        input_batching_dims=list(dn.operand_batching_dims),
+        scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
+        scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),
+        index_vector_dim=indices_aval.ndim - 1)
+    op = hlo.ScatterOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [operand], indices, [updates],
+                       hlo_dnums, indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
+                       unique_indices=ir.BoolAttr.get(unique_indices))
+    scalar = mlir.aval_to_ir_type(operand_aval.update(shape=()))
+    block = op.update_computation.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+      hlo.return_([combine(*block.arguments)])
+    return op.results
+  return rule
+
+
+def _scatter_primitive(name: str, combine: Callable[[ir.Value, ir.Value], ir.Value]
+                       ) -> core.Primitive:
+  prim = utils.standard_primitive(name, _scatter_shape_rule, _scatter_dtype_rule,
+                                  _operand_weak_type)
+  mlir.register_lowering(prim, _scatter_lowering(combine))
+  return prim
+
+
+scatter_p = _scatter_primitive("scatter", lambda old, new: new)
+scatter_add_p = _scatter_primitive("scatter-add", hlo.add)
+scatter_sub_p = _scatter_primitive("scatter-sub", hlo.subtract)
+scatter_mul_p = _scatter_primitive("scatter-mul", hlo.multiply)
+scatter_min_p = _scatter_primitive("scatter-min", hlo.minimum)
+scatter_max_p = _scatter_primitive("scatter-max", hlo.maximum)
+
+
+def _scatter_bind(prim: core.Primitive, operand: Any, scatter_indices: Any, updates: Any,
+                  dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
+                  unique_indices: bool, mode: str | GatherScatterMode | None) -> Any:
+  dnums = _canonical_dnums(dimension_numbers, ScatterDimensionNumbers, prim.name)
+  return prim.bind(operand, scatter_indices, updates, dimension_numbers=dnums,
+                   indices_are_sorted=bool(indices_are_sorted),
+                   unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+
+
+def _scatter_function(prim: core.Primitive, how: str) -> Callable[..., Any]:
+  def fn(operand: Any, scatter_indices: Any, updates: Any,
+         dimension_numbers: ScatterDimensionNumbers, *, indices_are_sorted: bool = False,
+         unique_indices: bool = False, mode: str | GatherScatterMode | None = None) -> Any:
+    return _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted, unique_indices, mode)
+  fn.__name__ = fn.__qualname__ = prim.name.replace("-", "_")
+  fn.__doc__ = f"""XLA's scatter, where each update {how}.
+
+  Prefer `x.at[idx]` (NumPy-style indexing), which builds the dimension numbers for you.
+
+  Args:
+    operand: the array to update (a new array is returned).
+    scatter_indices: integer array whose last dimension holds the start index vectors.
+    updates: one window per index vector, with `operand`'s dtype.
+    dimension_numbers: a `ScatterDimensionNumbers`.
+    indices_are_sorted: a promise that the indices are sorted (not checked).
+    unique_indices: a promise that windows do not overlap (not checked).
+    mode: out-of-bounds behaviour: 'clip' clamps indices so windows fit; 'fill', 'drop'
+      and None (the default) drop windows that do not fit; 'promise_in_bounds' leaves it
+      to XLA (which drops them).
+  """
+  return fn
+
+
+scatter = _scatter_function(scatter_p, "replaces the operand's values (repeated indices "
+                            "apply in an unspecified order)")
+scatter_add = _scatter_function(scatter_add_p, "is added to the operand")
+scatter_sub = _scatter_function(scatter_sub_p, "is subtracted from the operand")
+scatter_mul = _scatter_function(scatter_mul_p, "multiplies the operand")
+scatter_min = _scatter_function(scatter_min_p, "is combined with the operand by minimum")
+scatter_max = _scatter_function(scatter_max_p, "is combined with the operand by maximum")

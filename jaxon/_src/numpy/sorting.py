@@ -1,0 +1,90 @@
+"""Sorting in jaxon.numpy: sort, argsort, lexsort, sort_complex.
+
+The order is NumPy's (NaNs last, see `lax.sort`). `descending=True` reverses it, NaNs
+first; a stable descending sort still keeps equal elements in their input order.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxon._src import dtypes
+from jaxon._src.lax import lax, shape_ops
+from jaxon._src.lax import sorting as lax_sorting
+from jaxon._src.lax import utils as lax_utils
+from jaxon._src.numpy import util
+
+
+def _array_and_axis(fun_name: str, a: Any, axis: int | None, kind: Any, order: Any
+                    ) -> tuple[Any, int]:
+  """`a` flattened when `axis` is None, and the canonical axis; rejects the NumPy arguments
+  jaxon does not support."""
+  util.check_arraylike(fun_name, a)
+  if order is not None:
+    raise ValueError(f"'order' argument to {fun_name} is not supported (jaxon arrays have no "
+                     "structured dtypes).")
+  del kind  # NumPy's algorithm choice; XLA picks its own (`stable` asks for stability).
+  if axis is None:
+    return shape_ops.reshape(a, (np.size(a),)), 0
+  return a, lax_utils.canonicalize_axis(axis, np.ndim(a))
+
+
+def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
+         stable: bool = True, descending: bool = False) -> Any:
+  """The elements of `a` sorted along `axis` (all of them, flattened, when `axis` is None).
+
+  Example: `sort(jnp.array([3., nan, 1.]))` is `[1., 3., nan]`.
+  """
+  a, axis = _array_and_axis("sort", a, axis, kind, order)
+  out = lax_sorting.sort(a, dimension=axis, is_stable=stable)
+  return shape_ops.rev(out, (axis,)) if descending else out
+
+
+def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
+            stable: bool = True, descending: bool = False) -> Any:
+  """The indices that sort `a` along `axis` (of the flattened array when `axis` is None).
+
+  Example: `argsort(jnp.array([3., 1., 2.]))` is `[1, 2, 0]`.
+  """
+  a, axis = _array_and_axis("argsort", a, axis, kind, order)
+  indices = lax.broadcasted_iota(dtypes.default_int_dtype(), np.shape(a), axis)
+  if not descending:
+    return lax_sorting.sort_key_val(a, indices, dimension=axis, is_stable=stable)[1]
+  # Sorting the reversed array ascending and reversing the result puts equal keys back in
+  # input order, which is what a stable descending sort promises.
+  reverse = lambda x: shape_ops.rev(x, (axis,))
+  _, indices = lax_sorting.sort_key_val(reverse(a), reverse(indices), dimension=axis,
+                                        is_stable=stable)
+  return reverse(indices)
+
+
+def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
+  """Indices that sort by several keys: the last key is the primary one, the one before it
+  breaks ties, and so on (NumPy's convention). The sort is stable.
+
+  Example: `lexsort((jnp.array([1, 0, 2]), jnp.array([0, 0, 1])))` is `[1, 0, 2]`.
+  """
+  keys = tuple(keys)
+  if not keys:
+    raise TypeError("lexsort needs at least one key.")
+  util.check_arraylike("lexsort", *keys)
+  shapes = {np.shape(k) for k in keys}
+  if len(shapes) != 1:
+    raise ValueError(f"lexsort keys must all have the same shape, got "
+                     f"{[np.shape(k) for k in keys]}.")
+  shape = shapes.pop()
+  if not shape:
+    raise TypeError("lexsort keys must be arrays of rank >= 1, got scalars.")
+  axis = lax_utils.canonicalize_axis(axis, len(shape))
+  indices = lax.broadcasted_iota(dtypes.default_int_dtype(), shape, axis)
+  keys = [lax._convert_element_type(k, None, False) for k in reversed(keys)]
+  return lax_sorting.sort((*keys, indices), dimension=axis, num_keys=len(keys))[-1]
+
+
+def sort_complex(a: Any) -> Any:
+  """`a` sorted along its last axis by real part, then imaginary part, as a complex array."""
+  a, axis = _array_and_axis("sort_complex", a, -1, None, None)
+  out = lax_sorting.sort(a, dimension=axis)
+  return lax.convert_element_type(out, dtypes.promote_types(out.dtype, np.complex64))
