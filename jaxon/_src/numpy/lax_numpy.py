@@ -51,8 +51,8 @@ def _stack_nested(object: Any, dtype: Any) -> Any:
       dtype = dtypes.result_type(*elems)
     elems = [lax._convert_element_type(e, dtype, False) for e in elems]
     shape = np.shape(elems[0])
-    return shape_ops.concatenate([lax.broadcast_in_dim(e, (1, *shape), range(1, len(shape) + 1))
-                            for e in elems], 0)
+    rows = [lax.broadcast_in_dim(e, (1, *shape), range(1, len(shape) + 1)) for e in elems]
+    return shape_ops.concatenate(rows, 0)
   return array(object, dtype)
 
 
