@@ -42,5 +42,6 @@ from jaxon import numpy as numpy
 from jaxon import lax as lax
 from jaxon import tree_util as tree_util
 from jaxon import core as core
+from jaxon import ops as ops
 
 __version__ = "0.1.0"
