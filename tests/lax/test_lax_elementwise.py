@@ -13,6 +13,7 @@ import scipy.special
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
+from jaxon._src.dtypes import float0
 from tests.conftest import tolerance
 
 f32, f16, bf16, f64 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(jnp.bfloat16), \
@@ -532,3 +533,138 @@ def test_no_64bit_leak_without_x64():
   assert lax.iota(np.int64, 2).dtype == i32
   assert lax.bitcast_convert_type(np.float32(1), np.int64).dtype == i32
   assert math.isclose(float(lax.exp2(np.float32(3))), 8.0, rel_tol=1e-6)
+
+
+# ----------------------------------------------------------------------------- derivatives
+
+def _numeric_jvp(fn, args, tangents, eps):
+  plus = fn(*(a + eps * t for a, t in zip(args, tangents)))
+  minus = fn(*(a - eps * t for a, t in zip(args, tangents)))
+  return (wide(plus) - wide(minus)) / (2 * eps)
+
+
+def _check_derivatives(name, fn, args, rtol=1e-6, eps=1e-6):
+  """Forward mode against central differences, and reverse mode against forward mode by
+  the identity Re sum(vjp(ct) * t) == Re sum(ct * jvp(t)) (JAX's convention: a transpose,
+  no conjugation), in float64."""
+  tangents = [rand(np.shape(a), np.asarray(a).dtype, seed=10 + i) for i, a in enumerate(args)]
+  out, jvp_out = jaxon.jvp(fn, args, tangents)
+  np.testing.assert_allclose(wide(jvp_out), _numeric_jvp(fn, args, tangents, eps), rtol=rtol,
+                             atol=rtol, err_msg=f"jvp of {name}")
+  _, f_vjp = jaxon.vjp(fn, *args)
+  ct = rand(np.shape(out), np.asarray(out).dtype, seed=20)
+  cts_in = f_vjp(ct)
+  lhs = sum(np.sum(wide(c) * wide(t)) for c, t in zip(cts_in, tangents))
+  np.testing.assert_allclose(np.real(lhs), np.real(np.sum(wide(ct) * wide(jvp_out))),
+                             rtol=rtol * 1e-3, err_msg=f"vjp of {name}")
+
+
+DIFFERENTIABLE_UNARY = [op for op in UNARY if op.name not in (
+    "sign", "floor", "ceil", "is_finite", "digamma", "bitwise_not", "population_count", "clz",
+    "real", "imag", "conj")]
+
+
+@pytest.mark.parametrize("op", DIFFERENTIABLE_UNARY, ids=repr)
+def test_unary_derivatives(op, x64):
+  _check_derivatives(op.name, getattr(lax, op.name), [rand((4,), f64, op.domain)])
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sin", "sqrt", "tanh", "abs", "real", "imag",
+                                  "conj", "neg"])
+def test_complex_derivatives(name, x64):
+  fn = getattr(lax, name)
+  if name in ("abs", "real", "imag"):  # real outputs: not holomorphic, test reverse mode only
+    z = rand((3,), np.complex128, "pos")
+    _, f_vjp = jaxon.vjp(fn, z)
+    expected = {"abs": np.conj(z) / np.abs(z), "real": np.ones(3), "imag": -1j * np.ones(3)}[
+        name]
+    np.testing.assert_allclose(wide(f_vjp(np.ones(3))[0]), expected, rtol=1e-12)
+  elif name == "conj":
+    z = rand((3,), np.complex128)
+    np.testing.assert_allclose(wide(jaxon.jvp(fn, (z,), (z,))[1]), np.conj(z))
+  else:
+    _check_derivatives(name, fn, [rand((3,), np.complex128, "pos")], rtol=1e-6)
+
+
+DIFFERENTIABLE_BINARY = ["add", "sub", "mul", "div", "rem", "max", "min", "atan2", "pow",
+                         "complex"]
+
+
+@pytest.mark.parametrize("shapes", [((2, 3), (2, 3)), ((2, 1), (1, 3)), ((), (3,))], ids=str)
+@pytest.mark.parametrize("name", DIFFERENTIABLE_BINARY)
+def test_binary_derivatives(name, shapes, x64):
+  domain = ("pos", "real") if name == "pow" else ("real", "nonzero")
+  args = [rand(s, f64, d, seed=i) for i, (s, d) in enumerate(zip(shapes, domain))]
+  _check_derivatives(name, getattr(lax, name), args)
+
+
+def test_other_derivatives(x64):
+  x = rand((2, 3), f64)
+  _check_derivatives("integer_pow", lambda x: lax.integer_pow(x, 3), [x])
+  _check_derivatives("integer_pow", lambda x: lax.integer_pow(x, -2), [x])
+  _check_derivatives("pow-int", lambda x: lax.pow(x, np.int64(3)), [x])
+  _check_derivatives("clamp", lambda lo, x, hi: lax.clamp(lo, x, hi),
+                     [np.float64(-1.0), x, np.full((2, 3), 1.5)])
+  _check_derivatives("select_n", lambda a, b: lax.select_n(x > 0, a, b), [x, -2 * x])
+  _check_derivatives("select_n", lambda a: lax.select_n(np.int32(1), x, a, x), [x])
+  _check_derivatives("broadcast_in_dim", lambda a: lax.broadcast_in_dim(a, (2, 4, 3), (0, 2)),
+                     [x[:, :1]])
+  _check_derivatives("convert_element_type",  # linear: a wide step keeps rounding small
+                     lambda a: lax.convert_element_type(a, np.float32), [x], 1e-4, eps=1e-2)
+  _check_derivatives("convert_element_type",
+                     lambda a: lax.convert_element_type(a, np.complex128), [x])
+  assert float(jaxon.grad(lambda x: lax.max(x, 1.0))(1.0)) == 0.5  # ties split the tangent
+  assert float(jaxon.grad(lambda x: lax.pow(x, 0.0))(0.0)) == 0.0
+  assert float(jaxon.grad(lambda x: lax.abs(x))(0.0)) == 1.0
+
+
+def test_zero_derivatives():
+  """Piecewise-constant functions have zero tangents; bool outputs have float0 ones."""
+  x = np.array([0.5, 1.5], np.float32)
+  for fn in (lax.floor, lax.round, lax.sign):
+    _, t = jaxon.jvp(fn, (x,), (np.ones(2, np.float32),))
+    np.testing.assert_array_equal(np.asarray(t), [0, 0], err_msg=str(fn))
+  _, t = jaxon.jvp(lambda x: lax.lt(x, 1.0), (x,), (np.ones(2, np.float32),))
+  assert np.asarray(t).dtype == float0
+
+
+# ----------------------------------------------------------------------------- vmap
+
+def _check_vmap(name, fn, args, in_axes):
+  size = next(np.shape(a)[d] for a, d in zip(args, in_axes) if d is not None)
+  expected = np.stack([np.asarray(fn(*(a if d is None else np.take(a, i, d)
+                                        for a, d in zip(args, in_axes)))) for i in range(size)])
+  for how, f in (("eager", jaxon.vmap(fn, in_axes)), ("jit", jaxon.jit(jaxon.vmap(fn, in_axes)))):
+    np.testing.assert_array_equal(np.asarray(f(*args)), expected,
+                                  err_msg=f"vmap of {name}, in_axes {in_axes} ({how})")
+
+
+VMAP_CASES = [
+    ("sin", lax.sin, [((3, 4), f32)], (1,)),
+    ("integer_pow", lambda x: lax.integer_pow(x, 3), [((3, 4), i32)], (0,)),
+    ("round", lambda x: lax.round(x, 1), [((3,), f32)], (0,)),
+    ("add-unmapped", lax.add, [((3, 2), f32), ((2,), f32)], (0, None)),
+    ("mul-axes", lax.mul, [((3, 2), f32), ((2, 3), f32)], (0, 1)),
+    ("sub-scalar", lax.sub, [((3,), f32), ((2, 2), f32)], (0, None)),
+    ("lt-size1", lax.lt, [((3, 1, 2), f32), ((1, 2), f32)], (0, None)),
+    ("select_n-scalar-which", lax.select_n, [((3,), b1), ((3, 2), f32), ((2,), f32)],
+     (0, 0, None)),
+    ("select_n-unmapped-which", lax.select_n, [((), b1), ((2, 3), f32), ((3, 2), f32)],
+     (None, 1, 0)),
+    ("select_n-int", lax.select_n, [((2, 3), i32), ((3,), i32), ((3,), i32), ((3,), i32)],
+     (0, None, None, None)),
+    ("clamp-scalars", lax.clamp, [((), f32), ((4, 2), f32), ((), f32)], (None, 0, None)),
+    ("clamp-mapped-bound", lax.clamp, [((4,), f32), ((4, 2), f32), ((), f32)], (0, 0, None)),
+    ("broadcast_in_dim", lambda x: lax.broadcast_in_dim(x, (2, 3), (1,)), [((3, 4), f32)], (1,)),
+    ("convert", lambda x: lax.convert_element_type(x, np.int32), [((3, 2), f32)], (1,)),
+    ("bitcast", lambda x: lax.bitcast_convert_type(x, np.uint8), [((2, 3), f32)], (1,)),
+]
+
+
+@pytest.mark.parametrize("name,fn,specs,in_axes", VMAP_CASES, ids=[c[0] for c in VMAP_CASES])
+def test_vmap(name, fn, specs, in_axes):
+  args = [rand(s, dt, "pos" if dt == i32 and name.startswith("select_n") else "real", seed=i)
+          for i, (s, dt) in enumerate(specs)]
+  if name == "select_n-int":
+    args[0] = np.asarray(args[0]) % 3
+  _check_vmap(name, fn, args, in_axes)

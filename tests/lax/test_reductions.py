@@ -401,6 +401,8 @@ WINDOW_ERRORS = [
      ValueError, "Unrecognized padding type 'FULL'"),
     (lambda: lax.reduce_window(np.ones(3, np.float32), 0.0, lax.add, (2,), (1,), ((-4, 0),)),
      ValueError, "leaves a negative size"),
+    (lambda: lax.reduce_window(np.ones(3, np.float32), 0.0, lax.add, (2,), (1,), ((1, 2, 3),)),
+     TypeError, r"padding must be \(low, high\) pairs"),
     (lambda: lax.reduce_window(np.ones(3, bool), False, lax.add, (2,), (1,), "VALID"),
      TypeError, "does not accept dtype bool"),
     (lambda: lax.reduce_window(np.ones(3, np.float32), np.int32(1), lax.mul, (2,), (1,),

@@ -527,3 +527,40 @@ def test_x64_float_functions(x64):
   check("jnp.log10", jnp.log10, [x], np.log10(x), f64)
   check("jnp.floor_divide", jnp.floor_divide, [x, -0.7], np.floor_divide(x, -0.7), f64)
   assert jnp.add(np.int64(2**40), 1).dtype == np.int64
+
+
+# ----------------------------------------------------------------------------- transformations
+
+DIFFERENTIABLE = [
+    ("logaddexp", jnp.logaddexp, 2), ("logaddexp2", jnp.logaddexp2, 2),
+    ("hypot", jnp.hypot, 2), ("copysign", jnp.copysign, 2), ("fmax", jnp.fmax, 2),
+    ("arctan2", jnp.arctan2, 2), ("power", jnp.power, 2), ("float_power", jnp.float_power, 2),
+    ("remainder", jnp.remainder, 2), ("where", lambda x, y: jnp.where(x > 0, x, y), 2),
+    ("clip", lambda x: jnp.clip(x, -0.5, 0.5), 1), ("sinc", jnp.sinc, 1),
+    ("square", jnp.square, 1), ("reciprocal", jnp.reciprocal, 1), ("log10", jnp.log10, 1),
+    ("deg2rad", jnp.deg2rad, 1), ("x**3", lambda x: x ** 3, 1), ("abs", jnp.abs, 1),
+]
+
+
+@pytest.mark.parametrize("name,fn,nargs", DIFFERENTIABLE, ids=[d[0] for d in DIFFERENTIABLE])
+def test_jvp_of_ufuncs(name, fn, nargs, x64):
+  """Composite ufuncs differentiate through their lax ops: forward mode against central
+  differences in float64."""
+  args = [rand((5,), f64, "pos" if name in ("power", "float_power") else "nonzero", seed=i)
+          for i in range(nargs)]
+  tangents = [rand((5,), f64, seed=10 + i) for i in range(nargs)]
+  _, out_t = jaxon.jvp(fn, args, tangents)
+  eps = 1e-6
+  plus = fn(*(a + eps * t for a, t in zip(args, tangents)))
+  minus = fn(*(a - eps * t for a, t in zip(args, tangents)))
+  np.testing.assert_allclose(np.asarray(out_t), (np.asarray(plus) - np.asarray(minus)) / (2 * eps),
+                             rtol=1e-6, atol=1e-6, err_msg=f"jvp of jnp.{name}")
+
+
+def test_vmap_of_ufuncs():
+  x, y = rand((3, 4), f32, seed=1), rand((4,), f32, "nonzero", seed=2)
+  for fn in (jnp.floor_divide, jnp.hypot, lambda a, b: jnp.where(a > 0, a, b)):
+    out = jaxon.vmap(fn, (0, None))(x, y)
+    np.testing.assert_allclose(np.asarray(out), np.stack([fn(r, y) for r in x]), rtol=1e-6)
+  out = jaxon.vmap(lambda s: jnp.clip(x, s, 1.0))(np.array([-1.0, 0.0], np.float32))
+  np.testing.assert_array_equal(np.asarray(out), [np.clip(x, -1, 1), np.clip(x, 0, 1)])

@@ -17,12 +17,12 @@ from jaxon._src.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, Shap
 
 
 class DynamicJaxprTracer(core.Tracer):
-  __slots__ = ("_aval", "var")
+  __slots__ = ("_aval", "_var")
 
   def __init__(self, trace: DynamicJaxprTrace, aval: ShapedArray):
     self._trace = trace
     self._aval = aval
-    self.var = Var(aval)
+    self._var = Var(aval)
 
   @property
   def aval(self) -> ShapedArray:
@@ -68,12 +68,12 @@ class DynamicJaxprTrace(core.Trace):
 
   def new_arg(self, aval: ShapedArray) -> DynamicJaxprTracer:
     tracer = DynamicJaxprTracer(self, aval)
-    self.invars.append(tracer.var)
+    self.invars.append(tracer._var)
     return tracer
 
   def to_atom(self, x: Any) -> core.Atom:
     if isinstance(x, DynamicJaxprTracer) and x._trace is self:
-      return x.var
+      return x._var
     self.check_not_escaped(x)
     if _is_literal(x):
       return _literal(x)
@@ -91,7 +91,7 @@ class DynamicJaxprTrace(core.Trace):
     out = primitive.abstract_eval(*[a.aval for a in atoms], **params)
     out_avals = out if primitive.multiple_results else [out]
     tracers = [DynamicJaxprTracer(self, aval) for aval in out_avals]
-    self.eqns.append(JaxprEqn(atoms, [t.var for t in tracers], primitive, params))
+    self.eqns.append(JaxprEqn(atoms, [t._var for t in tracers], primitive, params))
     return tracers if primitive.multiple_results else tracers[0]
 
   def to_jaxpr(self, outs: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:

@@ -5,7 +5,8 @@ StableHLO op; `_elementwise` builds the primitive, its abstract eval and its low
 Operands of an n-ary op have equal dtypes (no implicit promotion: that is jaxon.numpy's job)
 and shapes that broadcast: rank-0 operands, and size-1 dimensions of equal-rank operands.
 Rows whose lowering needs the avals or params (`round`, `integer_pow`, `sign`, …) register
-their own rule right below the table.
+their own rule right below the table, and each table is followed by its derivatives. Every
+elementwise primitive batches by broadcasting (`batching.defbroadcasting`).
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import mlir
+from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import utils
 from jaxon._src.xla.array import Array, device_put_numpy
 
@@ -76,6 +77,40 @@ def compare_hlo(x: ir.Value, y: ir.Value, direction: str, dtype: np.dtype) -> ir
                      compare_type=hlo.ComparisonTypeAttr.get(kind))
 
 
+# ----------------------------------------------------------------------------- AD helpers
+
+def _const(x: Any, value: Any) -> np.ndarray:
+  """`value` as a constant of `x`'s dtype."""
+  return np.array(value, dtypes.dtype(x, canonicalize=True))
+
+
+def _broadcast_like(v: Any, *operands: Any) -> Any:
+  """`v` broadcast to the shape an elementwise op of `operands` produces: the tangent of an
+  operand the op broadcast must have the output's shape."""
+  shape = utils.broadcasting_shape("broadcast", *map(core.get_aval, operands))
+  if np.shape(v) == shape:
+    return v
+  return broadcast_in_dim(v, shape, range(len(shape)) if np.shape(v) else ())
+
+
+def _unbroadcast(operand: Any, ct: Any) -> Any:
+  """The cotangent of a linear operand that an elementwise op broadcast: `ct` summed back
+  to the operand's shape. None for operands that are not linear (constants)."""
+  if not ad.is_undefined_primal(operand):
+    return None
+  shape, ct_shape = operand.aval.shape, np.shape(ct)
+  if shape == ct_shape:
+    return ct
+  from jaxon._src.lax import reductions  # reductions builds on this module
+  axes = [i for i, d in enumerate(ct_shape) if not shape or shape[i] != d]
+  summed = reductions.reduce_sum(ct, axes)
+  return broadcast_in_dim(summed, shape, [i for i in range(len(shape)) if i not in axes])
+
+
+def _replace_zero(x: Any) -> Any:
+  return select(eq(x, _const(x, 0)), full_like(x, 1), x)
+
+
 # ----------------------------------------------------------------------------- elementwise
 
 def _strong(*avals: ShapedArray, **params: Any) -> bool:
@@ -116,6 +151,7 @@ def _elementwise(name: str, accepted: Sequence[Any], op: Callable[..., ir.Value]
   prim = utils.standard_primitive(name, shape_rule, dtype_rule, weak_type_rule)
   if op is not None:
     mlir.register_lowering(prim, _nary_lowering(op))
+  batching.defbroadcasting(prim)
   return prim
 
 
@@ -394,6 +430,54 @@ def conj(x: Any) -> Any:
   return conj_p.bind(x, input_dtype=dtypes.dtype(x, canonicalize=True))
 
 
+# Derivatives of the unary functions, each `g * f'(x)` (complex-analytic where complex).
+def _abs_jvp(g: Any, x: Any) -> Any:
+  """d|x| is sign(x) dx; for complex x it is Re(conj(x) dx) / |x| (0 at 0)."""
+  if not dtypes.is_complex(dtypes.dtype(x)):
+    return select(ge(x, _const(x, 0)), g, neg(g))
+  return div(real(mul(conj(x), g)), _replace_zero(abs(x)))
+
+
+def _conj_transpose(ct: Any, x: Any, *, input_dtype: np.dtype) -> list[Any]:
+  return [conj(ct) if dtypes.is_complex(input_dtype) else real(ct)]
+
+
+for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p):
+  ad.defjvp(_p, None)
+ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
+ad.deflinear(real_p, lambda ct, x: [complex(ct, _const(ct, 0))])
+ad.deflinear(imag_p, lambda ct, x: [complex(_const(ct, 0), neg(ct))])
+ad.deflinear(conj_p, _conj_transpose)
+ad.defjvp(abs_p, _abs_jvp)
+ad.defjvp(exp_p, lambda g, x: mul(g, exp(x)))
+ad.defjvp(exp2_p, lambda g, x: mul(g, mul(_const(x, np.log(2)), exp2(x))))
+ad.defjvp(log_p, lambda g, x: div(g, x))
+ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
+ad.defjvp(expm1_p, lambda g, x: mul(g, add(expm1(x), _const(x, 1))))
+ad.defjvp(sqrt_p, lambda g, x: div(g, mul(_const(x, 2), sqrt(x))))
+ad.defjvp(rsqrt_p, lambda g, x: mul(g, mul(_const(x, -0.5), div(rsqrt(x), x))))
+ad.defjvp(cbrt_p, lambda g, x: mul(g, mul(_const(x, 1 / 3), integer_pow(cbrt(x), -2))))
+ad.defjvp(logistic_p, lambda g, x: mul(g, mul(logistic(x), sub(_const(x, 1), logistic(x)))))
+ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
+ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
+ad.defjvp(tan_p, lambda g, x: mul(g, add(_const(x, 1), integer_pow(tan(x), 2))))
+ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), mul(x, x)))))
+ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), mul(x, x))))))
+ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), mul(x, x))))
+ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
+ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
+ad.defjvp(tanh_p, lambda g, x: mul(g, sub(_const(x, 1), integer_pow(tanh(x), 2))))
+ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(mul(x, x), _const(x, 1)))))
+ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
+ad.defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), mul(x, x))))
+ad.defjvp(lgamma_p, lambda g, x: mul(g, digamma(x)))
+ad.defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(mul(x, x))))))
+ad.defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(mul(x, x))))))
+ad.defjvp(erf_inv_p, lambda g, x: mul(g, mul(_const(x, np.sqrt(np.pi) / 2),
+                                             exp(integer_pow(erf_inv(x), 2)))))
+# digamma's derivative (polygamma) is not a primitive here: its JVP is left undefined.
+
+
 # --- binary arithmetic
 
 add_p = _elementwise("add", _num, hlo.add)
@@ -508,6 +592,52 @@ def pow(x: Any, y: Any) -> Any:
   return pow_p.bind(x, y)
 
 
+# Derivatives of the binary functions. A rule's result has the output's shape, so the
+# tangent of an operand that was broadcast is broadcast too.
+def _mul_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+  if ad.is_undefined_primal(x):
+    return [_unbroadcast(x, mul(ct, y)), None]
+  return [None, _unbroadcast(y, mul(x, ct))]
+
+
+def _minmax_jvp(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+  """The tangent of the operand that is the result; half of each where they tie."""
+  def jvp(g: Any, x: Any, other: Any) -> Any:
+    out = op(x, other)
+    picked = select(eq(x, out), full_like(out, 1), full_like(out, 0))
+    ties = select(eq(other, out), full_like(out, 2), full_like(out, 1))
+    return mul(g, div(picked, ties))
+  return jvp
+
+
+def _pow_jvp_base(g: Any, x: Any, y: Any) -> Any:
+  """y x^(y-1) dx, taken as 0 where y == 0 (even at x == 0)."""
+  y_like_x = convert_element_type(y, dtypes.dtype(x)) if dtypes.is_integer(
+      dtypes.dtype(y)) else y
+  jac = mul(_replace_zero(y_like_x), pow(x, sub(y, _const(y, 1))))
+  is_zero = _broadcast_like(eq(y, _const(y, 0)), x, y)
+  return mul(g, select(is_zero, full_like(jac, 0), jac))
+
+
+ad.deflinear(add_p, lambda ct, x, y: [_unbroadcast(x, ct), _unbroadcast(y, ct)])
+ad.deflinear(sub_p, lambda ct, x, y: [_unbroadcast(x, ct), _unbroadcast(y, neg(ct))])
+ad.deflinear(complex_p, lambda ct, x, y: [_unbroadcast(x, real(ct)),
+                                          _unbroadcast(y, neg(imag(ct)))])
+ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
+ad.primitive_transposes[mul_p] = _mul_transpose
+ad.defjvp(div_p, lambda g, x, y: div(g, y),
+          lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))
+ad.primitive_transposes[div_p] = lambda ct, x, y: [_unbroadcast(x, div(ct, y)), None]
+ad.defjvp(rem_p, lambda g, x, y: _broadcast_like(g, x, y),
+          lambda g, x, y: mul(neg(g), mul(sign(div(x, y)), floor(abs(div(x, y))))))
+ad.defjvp(max_p, _minmax_jvp(max), lambda g, x, y: _minmax_jvp(max)(g, y, x))
+ad.defjvp(min_p, _minmax_jvp(min), lambda g, x, y: _minmax_jvp(min)(g, y, x))
+ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
+          lambda g, x, y: mul(g, div(neg(x), add(mul(x, x), mul(y, y)))))
+ad.defjvp(pow_p, _pow_jvp_base,
+          lambda g, x, y: mul(g, mul(log(_replace_zero(x)), pow(x, y))))
+
+
 # --- integer_pow: x**y for a constant integer y, by repeated squaring
 
 def _integer_pow_dtype(x: ShapedArray, *, y: int) -> np.dtype:
@@ -537,6 +667,8 @@ def _integer_pow_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, y: int
 
 
 mlir.register_lowering(integer_pow_p, _integer_pow_lowering)
+ad.defjvp(integer_pow_p, lambda g, x, *, y: full_like(g, 0) if y == 0 else mul(
+    g, mul(_const(x, y), integer_pow(x, y - 1))))
 
 
 def integer_pow(x: Any, y: int) -> Any:
@@ -559,6 +691,7 @@ def _comparison(name: str, accepted: Sequence[Any], direction: str) -> core.Prim
   def lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value) -> list[ir.Value]:
     return [compare_hlo(*broadcast_to_out(ctx, [x, y]), direction, ctx.avals_in[0].dtype)]
   mlir.register_lowering(prim, lowering)
+  ad.defjvp(prim, None, None)
   return prim
 
 
@@ -710,6 +843,45 @@ def _select_n_lowering(ctx: mlir.LoweringRuleContext, which: ir.Value, *cases: i
 mlir.register_lowering(select_n_p, _select_n_lowering)
 
 
+def _select_n_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+  which, *cases = primals
+  out = select_n_p.bind(which, *cases)
+  if all(type(t) is ad.Zero for t in tangents[1:]):
+    return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+  return out, select_n_p.bind(which, *map(ad.instantiate_zeros, tangents[1:]))
+
+
+def _select_n_transpose(ct: Any, which: Any, *cases: Any) -> list[Any]:
+  """Each linear case gets `ct` where it was picked and zeros elsewhere."""
+  zeros = full_like(ct, 0)
+  return [None] + [
+      select_n_p.bind(which, *(ct if j == i else zeros for j in range(len(cases))))
+      if ad.is_undefined_primal(case) else None for i, case in enumerate(cases)]
+
+
+def _select_n_batch_rule(vals: Sequence[Any], dims: Sequence[int | None]) -> tuple[Any, int]:
+  """Batch dimensions to the front; a `which` that is scalar per example stays scalar if
+  unmapped, else is broadcast to the cases' shape."""
+  (which, *cases), (which_dim, *_) = vals, dims
+  size = _batch_size(vals, dims)
+  cases = [batching.bdim_at_front(c, d, size) for c, d in zip(cases, dims[1:])]
+  if which_dim is batching.not_mapped and not np.shape(which):
+    return select_n_p.bind(which, *cases), 0
+  which = batching.bdim_at_front(which, which_dim, size)
+  if np.ndim(which) < np.ndim(cases[0]):
+    which = broadcast_in_dim(which, np.shape(cases[0]), (0,))
+  return select_n_p.bind(which, *cases), 0
+
+
+def _batch_size(vals: Sequence[Any], dims: Sequence[int | None]) -> int:
+  return next(np.shape(v)[d] for v, d in zip(vals, dims) if d is not batching.not_mapped)
+
+
+ad.primitive_jvps[select_n_p] = _select_n_jvp
+ad.primitive_transposes[select_n_p] = _select_n_transpose
+batching.primitive_batchers[select_n_p] = _select_n_batch_rule
+
+
 def select_n(which: Any, *cases: Any) -> Any:
   """Picks, elementwise, `cases[which]`.
 
@@ -750,6 +922,37 @@ clamp_p = utils.standard_primitive("clamp", _clamp_shape_rule, _clamp_dtype_rule
 mlir.register_lowering(clamp_p, lambda ctx, lo, x, hi: [hlo.clamp(lo, x, hi)])
 
 
+def _clamp_batch_rule(vals: Sequence[Any], dims: Sequence[int | None]) -> tuple[Any, int]:
+  """Batch dimensions to the front; unmapped scalar bounds stay scalars, mapped ones are
+  broadcast to the operand's shape."""
+  size = _batch_size(vals, dims)
+  x = batching.bdim_at_front(vals[1], dims[1], size)
+  lo, hi = (b if d is batching.not_mapped and not np.shape(b) else
+            _broadcast_bound(batching.bdim_at_front(b, d, size), np.shape(x))
+            for b, d in ((vals[0], dims[0]), (vals[2], dims[2])))
+  return clamp_p.bind(lo, x, hi), 0
+
+
+def _broadcast_bound(bound: Any, shape: tuple[int, ...]) -> Any:
+  return bound if np.shape(bound) == shape else broadcast_in_dim(bound, shape, (0,))
+
+
+def _clamp_jvp_operand(g: Any, lo: Any, x: Any, hi: Any) -> Any:
+  return select(bitwise_and(gt(x, lo), lt(x, hi)), g, full_like(g, 0))
+
+
+def _clamp_jvp_bound(g: Any, lo: Any, x: Any, hi: Any, *, is_min: bool) -> Any:
+  """A bound's tangent flows where the bound is the result."""
+  active = lt(x, lo) if is_min else gt(x, hi)
+  return select(active, _broadcast_like(g, x), full_like(x, 0))
+
+
+ad.defjvp(clamp_p, lambda g, lo, x, hi: _clamp_jvp_bound(g, lo, x, hi, is_min=True),
+          _clamp_jvp_operand,
+          lambda g, lo, x, hi: _clamp_jvp_bound(g, lo, x, hi, is_min=False))
+batching.primitive_batchers[clamp_p] = _clamp_batch_rule
+
+
 def clamp(min: Any, x: Any, max: Any) -> Any:
   r"""Elementwise :math:`\min(\max(x, min), max)`; `min` and `max` are scalars or have
   `x`'s shape, and all three share one dtype."""
@@ -787,6 +990,9 @@ bitcast_convert_type_p = utils.standard_primitive(
     "bitcast_convert_type", _bitcast_shape_rule, _bitcast_dtype_rule, _strong)
 mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: [
     hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]), x)])
+batching.primitive_batchers[bitcast_convert_type_p] = lambda vals, dims, *, new_dtype: (
+    bitcast_convert_type_p.bind(batching.moveaxis(vals[0], dims[0], 0), new_dtype=new_dtype),
+    0)  # the batch dimension must not be the minor one, which a width change adds or removes
 
 
 def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
@@ -871,6 +1077,27 @@ def _convert_element_type_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Va
 mlir.register_lowering(convert_element_type_p, _convert_element_type_lowering)
 
 
+def _convert_element_type_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
+                              new_dtype: np.dtype, weak_type: bool) -> tuple[Any, Any]:
+  """Tangents convert along between inexact types; to integers or bool nothing flows."""
+  (x,), (t,) = primals, tangents
+  out = convert_element_type_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
+  if type(t) is ad.Zero or not dtypes.is_inexact(new_dtype):
+    return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+  return out, convert_element_type_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
+
+
+def _convert_element_type_transpose(ct: Any, operand: Any, *, new_dtype: np.dtype,
+                                    weak_type: bool) -> list[Any]:
+  aval = operand.aval
+  return [convert_element_type_p.bind(ct, new_dtype=aval.dtype, weak_type=aval.weak_type)]
+
+
+ad.primitive_jvps[convert_element_type_p] = _convert_element_type_jvp
+ad.primitive_transposes[convert_element_type_p] = _convert_element_type_transpose
+batching.defvectorized(convert_element_type_p)
+
+
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
   """Converts `operand` to `new_dtype` (the result is strongly typed)."""
   return _convert_element_type(operand, new_dtype, weak_type=False)
@@ -935,6 +1162,32 @@ def _broadcast_in_dim_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value,
 
 
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
+
+
+def _broadcast_in_dim_transpose(ct: Any, operand: Any, *, shape: tuple[int, ...],
+                                broadcast_dimensions: tuple[int, ...], sharding: Any
+                                ) -> list[Any]:
+  """Sums over the new dimensions and the stretched size-1 ones."""
+  from jaxon._src.lax import reductions  # reductions builds on this module
+  in_shape = operand.aval.shape
+  kept = [i for i, d in enumerate(broadcast_dimensions) if in_shape[i] == shape[d]]
+  summed_axes = [d for d in range(len(shape))
+                 if d not in {broadcast_dimensions[i] for i in kept}]
+  summed = reductions.reduce_sum(ct, summed_axes)
+  return [broadcast_in_dim(summed, in_shape, kept)]
+
+
+def _broadcast_in_dim_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                                 shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...],
+                                 sharding: Any) -> tuple[Any, int]:
+  x = batching.moveaxis(vals[0], dims[0], 0)
+  return broadcast_in_dim_p.bind(
+      x, shape=(np.shape(x)[0], *shape), sharding=None,
+      broadcast_dimensions=(0, *(d + 1 for d in broadcast_dimensions))), 0
+
+
+ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
+batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
 
 
 def broadcast_in_dim(operand: Any, shape: Sequence[int],

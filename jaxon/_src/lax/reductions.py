@@ -395,6 +395,8 @@ def _reduce_window_shape(name: str, shape: tuple[int, ...], *,
     if len(value) != len(shape):
       raise TypeError(f"{name}: {arg} {value} must have one entry per dimension of the "
                       f"operand, whose shape is {shape}")
+    if arg == "padding" and any(len(pair) != 2 for pair in value):
+      raise TypeError(f"{name}: padding must be (low, high) pairs, got {value}")
     if arg != "padding" and any(d < 1 for d in value):
       raise TypeError(f"{name}: {arg} must be positive, got {value}")
   out = []

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -642,39 +643,39 @@ class ScatterDimensionNumbers(NamedTuple):
   scatter_indices_batching_dims: tuple[int, ...] = ()
 
 
-def _scatter_shape_rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray, *,
-                        dimension_numbers: ScatterDimensionNumbers, **_: Any
-                        ) -> tuple[int, ...]:
+def _scatter_shape_rule(name: str, operand: ShapedArray, indices: ShapedArray,
+                        updates: ShapedArray, *, dimension_numbers: ScatterDimensionNumbers,
+                        **_: Any) -> tuple[int, ...]:
   dn = dimension_numbers
-  _check_index_array("scatter", indices)
-  _check_dims("scatter", "update_window_dims", dn.update_window_dims, updates.ndim)
-  _check_dims("scatter", "inserted_window_dims", dn.inserted_window_dims, operand.ndim)
-  _check_batching_dims("scatter", operand, indices, dn.operand_batching_dims,
+  _check_index_array(name, indices)
+  _check_dims(name, "update_window_dims", dn.update_window_dims, updates.ndim)
+  _check_dims(name, "inserted_window_dims", dn.inserted_window_dims, operand.ndim)
+  _check_batching_dims(name, operand, indices, dn.operand_batching_dims,
                        dn.scatter_indices_batching_dims, "scatter_indices_batching_dims")
   if set(dn.inserted_window_dims) & set(dn.operand_batching_dims):
-    raise TypeError(f"scatter inserted_window_dims={dn.inserted_window_dims} and "
+    raise TypeError(f"{name} inserted_window_dims={dn.inserted_window_dims} and "
                     f"operand_batching_dims={dn.operand_batching_dims} must be disjoint.")
-  _check_index_map("scatter", "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+  _check_index_map(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
                    operand, indices, dn.operand_batching_dims)
   window_dims = _window_operand_dims(operand.ndim, dn.inserted_window_dims,
                                      dn.operand_batching_dims)
   if len(window_dims) != len(dn.update_window_dims):
-    raise TypeError(f"scatter needs one update_window_dim per operand dimension that is "
+    raise TypeError(f"{name} needs one update_window_dim per operand dimension that is "
                     f"neither inserted nor batching: operand of shape {operand.shape} has "
                     f"{len(window_dims)}, got update_window_dims={dn.update_window_dims}.")
   update_batch = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
   if [updates.shape[d] for d in update_batch] != list(indices.shape[:-1]) or any(
       updates.shape[u] > operand.shape[o] for u, o in zip(dn.update_window_dims, window_dims)):
-    raise TypeError(f"scatter updates of shape {updates.shape} do not match: its scatter "
+    raise TypeError(f"{name} updates of shape {updates.shape} do not match: its scatter "
                     f"dimensions must equal the index batch shape {indices.shape[:-1]} and "
                     f"its window dimensions {dn.update_window_dims} must fit in operand of "
                     f"shape {operand.shape}.")
   return operand.shape
 
 
-def _scatter_dtype_rule(operand: ShapedArray, indices: ShapedArray, updates: ShapedArray,
-                        **_: Any) -> np.dtype:
-  utils.check_same_dtypes("scatter", operand, updates)
+def _scatter_dtype_rule(name: str, operand: ShapedArray, indices: ShapedArray,
+                        updates: ShapedArray, **_: Any) -> np.dtype:
+  utils.check_same_dtypes(name, operand, updates)
   return operand.dtype
 
 
@@ -721,7 +722,8 @@ def _scatter_lowering(combine: Callable[[ir.Value, ir.Value], ir.Value]) -> mlir
 
 def _scatter_primitive(name: str, combine: Callable[[ir.Value, ir.Value], ir.Value]
                        ) -> core.Primitive:
-  prim = utils.standard_primitive(name, _scatter_shape_rule, _scatter_dtype_rule,
+  prim = utils.standard_primitive(name, functools.partial(_scatter_shape_rule, name),
+                                  functools.partial(_scatter_dtype_rule, name),
                                   _operand_weak_type)
   mlir.register_lowering(prim, _scatter_lowering(combine))
   return prim

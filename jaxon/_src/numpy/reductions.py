@@ -10,6 +10,7 @@ raises NotImplementedError. (This module defines `sum`, `max`, `any`, …: Pytho
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -56,7 +57,7 @@ def _single_axis(name: str, axis: Any, ndim: int) -> int:
 
 
 def _reduced_size(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
-  return int(np.prod([shape[i] for i in axes], dtype=np.int64))
+  return math.prod(shape[i] for i in axes)
 
 
 def _promote_integer_dtype(dtype: np.dtype) -> np.dtype:
@@ -257,7 +258,7 @@ def _arg_reduce(name: str, lax_fn: Callable[..., Any], a: Any, axis: int | None,
   util.check_arraylike(f"jnp.{name}", a)
   shape = np.shape(a)
   if axis is None:
-    a, reduced = shape_ops.reshape(a, (_reduced_size(shape, tuple(range(len(shape)))),)), 0
+    a, reduced = shape_ops.reshape(a, (math.prod(shape),)), 0
   else:
     reduced = _single_axis(name, axis, len(shape))
   if np.shape(a)[reduced] == 0:
@@ -659,7 +660,7 @@ def _cumulative(name: str, lax_fn: Callable[..., Any], a: Any, axis: int | None,
   util.check_arraylike(f"jnp.{name}", a)
   a_dtype = dtypes.dtype(a, canonicalize=True)
   if axis is None:
-    a, axis = shape_ops.reshape(a, (_reduced_size(np.shape(a), tuple(range(np.ndim(a)))),)), 0
+    a, axis = shape_ops.reshape(a, (math.prod(np.shape(a)),)), 0
   axis = _single_axis(name, axis, np.ndim(a))
   # Bools accumulate as integers, even when a bool result is asked for.
   result_dtype = _promote_integer_dtype(a_dtype) if dtype is None else (
