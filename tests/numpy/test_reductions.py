@@ -401,13 +401,9 @@ def test_median_of_empty_is_nan():
 
 # ----------------------------------------------------------------------------- methods
 
-# Under jit, `x.var` is shadowed by the jaxpr variable that DynamicJaxprTracer keeps in a
-# slot named `var` (partial_eval.py); the fix is renaming that slot.
-_VAR_SHADOWED = pytest.mark.xfail(reason="DynamicJaxprTracer.var shadows the var() method",
-                                  raises=TypeError)
 METHOD_CASES = [("sum", {"axis": 0}), ("prod", {}), ("max", {"axis": 1, "keepdims": True}),
                 ("min", {}), ("mean", {"axis": -1}),
-                pytest.param("var", {"ddof": 1}, marks=_VAR_SHADOWED), ("std", {}),
+                ("var", {"ddof": 1}), ("std", {}),
                 ("all", {}), ("any", {"axis": 0}), ("argmax", {}), ("argmin", {"axis": 1}),
                 ("ptp", {"axis": 0}), ("cumsum", {"axis": 1}), ("cumprod", {})]
 
