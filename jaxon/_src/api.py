@@ -138,7 +138,7 @@ class JitFunction:
   def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
     _, entry = self._entry(args, kwargs)
     return entry.out_tree.unflatten(
-        [ShapeDtypeStruct(a.shape, a.dtype) for a in entry.jaxpr.out_avals])
+        [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in entry.jaxpr.out_avals])
 
   def _cache_size(self) -> int:
     return len(self._cache)
@@ -240,7 +240,7 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
                                       avals)
     closed = ClosedJaxpr(jaxpr, consts)
     if return_shape:
-      shapes = [ShapeDtypeStruct(a.shape, a.dtype) for a in closed.out_avals]
+      shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
       return closed, out_tree_store[0].unflatten(shapes)
     return closed
   return make_jaxpr_f

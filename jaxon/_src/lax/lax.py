@@ -990,6 +990,7 @@ bitcast_convert_type_p = utils.standard_primitive(
     "bitcast_convert_type", _bitcast_shape_rule, _bitcast_dtype_rule, _strong)
 mlir.register_lowering(bitcast_convert_type_p, lambda ctx, x, *, new_dtype: [
     hlo.bitcast_convert(mlir.aval_to_ir_type(ctx.avals_out[0]), x)])
+ad.defjvp(bitcast_convert_type_p, None)  # reinterpreted bits carry no derivative
 batching.primitive_batchers[bitcast_convert_type_p] = lambda vals, dims, *, new_dtype: (
     bitcast_convert_type_p.bind(batching.moveaxis(vals[0], dims[0], 0), new_dtype=new_dtype),
     0)  # the batch dimension must not be the minor one, which a width change adds or removes
