@@ -43,5 +43,6 @@ from jaxon import lax as lax
 from jaxon import tree_util as tree_util
 from jaxon import core as core
 from jaxon import ops as ops
+from jaxon import errors as errors
 
 __version__ = "0.1.0"
