@@ -43,13 +43,6 @@ def _flatten_fun(fun: Callable, in_tree: tree_util.PyTreeDef, out_tree_store: li
   return flat_fun
 
 
-def _check_outputs(out_leaves: Sequence[Any], name: str) -> None:
-  for x in out_leaves:
-    if not core.valid_jaxtype(x):
-      raise TypeError(f"the function {name} returned a value of type {type(x).__name__} "
-                      f"({x!r}), which is not a valid JAX type")
-
-
 # ----------------------------------------------------------------------------- jit
 
 

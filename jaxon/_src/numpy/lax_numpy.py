@@ -1,14 +1,12 @@
 """Array creation and manipulation in jaxon.numpy."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from jaxon._src import core, dtypes, tree_util
 from jaxon._src.lax import lax, shape_ops
-from jaxon._src.lax import utils as lax_utils
 from jaxon._src.xla.array import Array, device_put_numpy
 
 
@@ -104,7 +102,3 @@ def ndim(a: Any) -> int:
 def size(a: Any, axis: int | None = None) -> int:
   s = shape(a)
   return int(np.prod(s)) if axis is None else s[axis]
-
-
-def _shape_arg(shape: Any) -> Sequence[int]:
-  return lax_utils.canonicalize_shape(shape)
