@@ -16,8 +16,12 @@ from jaxon._src.api import (
     devices as devices,
     eval_shape as eval_shape,
     grad as grad,
+    hessian as hessian,
+    jacfwd as jacfwd,
+    jacrev as jacrev,
     jit as jit,
     jvp as jvp,
+    linear_transpose as linear_transpose,
     linearize as linearize,
     local_device_count as local_device_count,
     local_devices as local_devices,
@@ -44,5 +48,6 @@ from jaxon import tree_util as tree_util
 from jaxon import core as core
 from jaxon import ops as ops
 from jaxon import errors as errors
+from jaxon import test_util as test_util
 
 __version__ = "0.1.0"

@@ -318,17 +318,41 @@ def block_until_ready(x: Any) -> Any:
 # ----------------------------------------------------------------------------- autodiff
 
 
-def _check_input_dtype_for_grad(x: Any, argnum: int, holomorphic: bool, allow_int: bool
-                                ) -> None:
+def _check_input_dtype(x: Any, argnum: int, holomorphic: bool, allow_int: bool,
+                       transform: str) -> None:
   dt = core.get_aval(x).dtype
   if holomorphic and not dtypes.is_complex(dt):
-    raise TypeError(f"grad with holomorphic=True requires inputs with complex dtype, but "
-                    f"argument {argnum} has dtype {dt.name}.")
+    raise TypeError(f"{transform} with holomorphic=True requires inputs with complex dtype, "
+                    f"but argument {argnum} has dtype {dt.name}.")
   if not allow_int and not dtypes.is_inexact(dt):
-    raise TypeError(f"grad requires real- or complex-valued inputs (input dtype that is a "
-                    f"sub-dtype of np.inexact), but argument {argnum} has dtype {dt.name}. "
-                    "If you want to use Boolean- or integer-valued inputs, use vjp or set "
-                    "allow_int to True.")
+    raise TypeError(f"{transform} requires real- or complex-valued inputs (input dtype that "
+                    f"is a sub-dtype of np.inexact), but argument {argnum} has dtype "
+                    f"{dt.name}. If you want to use Boolean- or integer-valued inputs, use "
+                    "vjp or set allow_int to True.")
+
+
+def _argnums_partial(fun: Callable, argnums: int | Sequence[int], args: tuple, kwargs: dict,
+                     transform: str, holomorphic: bool = False, allow_int: bool = False
+                     ) -> tuple[Callable, tuple]:
+  """`fun` as a function of `args[argnums]` only (the other arguments fixed), and those
+  arguments; checks their dtypes for differentiation."""
+  nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+  for n in nums:
+    if not -len(args) <= n < len(args):
+      raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
+                      f"least {n + 1} positional arguments, got {len(args)}")
+  nums = tuple(n % len(args) for n in nums)
+  dyn = tuple(args[n] for n in nums)
+  for n, x in zip(nums, dyn):
+    for leaf in tree_util.tree_leaves(x):
+      _check_input_dtype(leaf, n, holomorphic, allow_int, transform)
+
+  def partial_fun(*dyn_args: Any) -> Any:
+    full = list(args)
+    for n, a in zip(nums, dyn_args):
+      full[n] = a
+    return fun(*full, **kwargs)
+  return partial_fun, dyn
 
 
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any],
@@ -404,6 +428,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
   main_tree = out_tree.children()[0] if has_aux else out_tree
   n_main = main_tree.num_leaves
   primal_in_avals = [core.get_aval(p) for p in flat_primals]
+  undefined_primals = [ad.UndefinedPrimal(v.aval) for v in jaxpr.invars]
 
   def f_vjp(cotangent: Any) -> tuple:
     flat_cts, ct_tree = tree_util.tree_flatten(cotangent)
@@ -417,7 +442,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
                          f"{ct_aval.shape} must be the same as the shape of corresponding "
                          f"primal input {aval.shape}.")
     cts_out = list(flat_cts) + [ad.Zero(a) for a in tangent_avals[n_main:]]
-    cts_in = ad.backward_pass(jaxpr, residuals, cts_out)
+    cts_in = ad.backward_pass(jaxpr, residuals, undefined_primals, cts_out)
     cts_in = [_materialize_cotangent(ct, aval) for ct, aval in zip(cts_in, primal_in_avals)]
     args_cts, _ = in_tree.unflatten(cts_in)
     return args_cts
@@ -439,30 +464,17 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
   """A function returning `(fun(*args), grad of fun w.r.t. args[argnums])`; `fun` must
   return a real scalar (or a complex one with holomorphic=True)."""
   single = isinstance(argnums, int)
-  nums = (argnums,) if single else tuple(argnums)
 
   @functools.wraps(fun)
   def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
-    for n in nums:
-      if n >= len(args):
-        raise TypeError(f"differentiating with respect to argnums={argnums} requires at "
-                        f"least {n + 1} positional arguments, got {len(args)}")
-    dyn = tuple(args[n] for n in nums)
-    for n, x in zip(nums, dyn):
-      for leaf in tree_util.tree_leaves(x):
-        _check_input_dtype_for_grad(leaf, n, holomorphic, allow_int)
-
-    def partial_fun(*dyn_args: Any) -> Any:
-      full = list(args)
-      for n, a in zip(nums, dyn_args):
-        full[n] = a
-      return fun(*full, **kwargs)
+    partial_fun, dyn = _argnums_partial(fun, argnums, args, kwargs, "grad", holomorphic,
+                                        allow_int)
     if has_aux:
       out, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
     else:
       out, f_vjp = vjp(partial_fun, *dyn)
     _check_scalar_output(out, holomorphic)
-    ones = tree_util.tree_map(lambda o: _one_like(o), out)
+    ones = tree_util.tree_map(_one_like, out)
     grads = f_vjp(ones)
     grads = grads[0] if single else tuple(grads)
     return ((out, aux), grads) if has_aux else (out, grads)
@@ -470,9 +482,12 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 
 def _one_like(x: Any) -> Any:
-  from jaxon._src.lax import lax
+  """The seed cotangent 1 for a scalar output: a constant (it stages as a literal) with the
+  output's dtype and weak type."""
   aval = core.get_aval(x)
-  return lax.full((), 1, aval.dtype)
+  if aval.weak_type:
+    return complex(1) if dtypes.is_complex(aval.dtype) else 1.0
+  return np.ones((), aval.dtype)
 
 
 def _check_scalar_output(out: Any, holomorphic: bool) -> None:
@@ -507,6 +522,172 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     _, g = value_and_grad_f(*args, **kwargs)
     return g
   return grad_f
+
+
+def _std_basis(leaves: Sequence[Any]) -> list[np.ndarray]:
+  """The standard basis of the flattened space of `leaves`, one block per leaf: leaf i gets
+  an array of shape (N,) + leaf.shape, N the total number of elements."""
+  avals = [core.get_aval(x) for x in leaves]
+  sizes = [int(np.prod(a.shape)) for a in avals]
+  total = sum(sizes)
+  blocks, start = [], 0
+  for aval, size in zip(avals, sizes):
+    block = np.eye(total, size, -start, dtype=aval.to_tangent_aval().dtype)
+    blocks.append(block.reshape((total,) + aval.shape))
+    start += size
+  return blocks
+
+
+def _split_jacobian_axis(jac: Any, axis: int, avals: Sequence[ShapedArray]) -> list[Any]:
+  """Splits the flattened axis `axis` of `jac` into one block per aval, each reshaped to the
+  aval's shape."""
+  from jaxon._src.lax import shape_ops, slicing
+  shape = core.get_aval(jac).shape
+  blocks, start = [], 0
+  for aval in avals:
+    size = int(np.prod(aval.shape))
+    block = slicing.slice_in_dim(jac, start, start + size, axis=axis)
+    blocks.append(shape_ops.reshape(block, shape[:axis] + aval.shape + shape[axis + 1:]))
+    start += size
+  return blocks
+
+
+def _check_output_dtype(x: Any, holomorphic: bool, transform: str) -> None:
+  dt = core.get_aval(x).dtype
+  if holomorphic and not dtypes.is_complex(dt):
+    raise TypeError(f"{transform} with holomorphic=True requires outputs with complex "
+                    f"dtype, but got {dt.name}.")
+  if not holomorphic and not dtypes.is_float(dt):
+    raise TypeError(f"{transform} requires real-valued outputs (output dtype that is a "
+                    f"sub-dtype of np.floating), but got {dt.name}. For holomorphic "
+                    "differentiation, pass holomorphic=True. For differentiation of "
+                    "non-holomorphic functions involving complex outputs, use vjp directly.")
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False) -> Callable:
+  """The Jacobian of `fun` by forward mode: one JVP per input element, vectorized with
+  vmap. Output leaves of shape S get Jacobian blocks of shape S + input shape.
+
+  Example:
+    >>> jacfwd(lambda x: x ** 2)(jnp.array([1.0, 2.0]))
+    Array([[2., 0.],
+           [0., 4.]], dtype=float32)
+  """
+  @functools.wraps(fun)
+  def jacfwd_f(*args: Any, **kwargs: Any) -> Any:
+    partial_fun, dyn = _argnums_partial(fun, argnums, args, kwargs, "jacfwd", holomorphic)
+    flat_dyn, dyn_tree = tree_util.tree_flatten(dyn)
+
+    def push_forward(*flat_tangents: Any) -> Any:
+      tangents = dyn_tree.unflatten(flat_tangents)
+      return jvp(partial_fun, dyn, tangents, has_aux=has_aux)
+    outs = vmap(push_forward, out_axes=(None, -1, None) if has_aux else (None, -1))(
+        *_std_basis(flat_dyn))
+    y, jac = outs[0], outs[1]
+    for leaf in tree_util.tree_leaves(y):
+      _check_output_dtype(leaf, holomorphic, "jacfwd")
+    in_avals = [core.get_aval(x) for x in flat_dyn]
+    jac = tree_util.tree_map(
+        lambda j: _unflatten_in_tree(_split_jacobian_axis(j, core.get_aval(j).ndim - 1,
+                                                          in_avals), dyn_tree, argnums), jac)
+    return (jac, outs[2]) if has_aux else jac
+  return jacfwd_f
+
+
+def _unflatten_in_tree(blocks: list[Any], dyn_tree: tree_util.PyTreeDef,
+                       argnums: int | Sequence[int]) -> Any:
+  """Jacobian blocks arranged like the differentiated arguments: the argument itself for
+  an int `argnums`, a tuple of them otherwise."""
+  tree = dyn_tree.unflatten(blocks)
+  return tree[0] if isinstance(argnums, int) else tree
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+           holomorphic: bool = False, allow_int: bool = False) -> Callable:
+  """The Jacobian of `fun` by reverse mode: one VJP per output element, vectorized with
+  vmap. Output leaves of shape S get Jacobian blocks of shape S + input shape.
+
+  Example:
+    >>> jacrev(lambda x: x ** 2)(jnp.array([1.0, 2.0]))
+    Array([[2., 0.],
+           [0., 4.]], dtype=float32)
+  """
+  @functools.wraps(fun)
+  def jacrev_f(*args: Any, **kwargs: Any) -> Any:
+    partial_fun, dyn = _argnums_partial(fun, argnums, args, kwargs, "jacrev", holomorphic,
+                                        allow_int)
+    if has_aux:
+      y, pullback, aux = vjp(partial_fun, *dyn, has_aux=True)
+    else:
+      y, pullback = vjp(partial_fun, *dyn)
+    flat_y, y_tree = tree_util.tree_flatten(y)
+    for leaf in flat_y:
+      _check_output_dtype(leaf, holomorphic, "jacrev")
+
+    def pull_back(*flat_cotangents: Any) -> Any:
+      return pullback(y_tree.unflatten(flat_cotangents))
+    flat_jac_by_input = tree_util.tree_leaves(vmap(pull_back)(*_std_basis(flat_y)))
+    y_avals = [core.get_aval(x) for x in flat_y]
+    blocks_by_input = [_split_jacobian_axis(j, 0, y_avals) for j in flat_jac_by_input]
+    dyn_tree = tree_util.tree_structure(dyn)
+    jac = y_tree.unflatten([
+        _unflatten_in_tree([blocks[i] for blocks in blocks_by_input], dyn_tree, argnums)
+        for i in range(len(flat_y))])
+    return (jac, aux) if has_aux else jac
+  return jacrev_f
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+            holomorphic: bool = False) -> Callable:
+  """The Hessian of scalar-valued `fun`: `jacfwd(jacrev(fun))` (forward over reverse, the
+  efficient order for a dense Hessian).
+
+  Example:
+    >>> hessian(lambda x: x @ x)(jnp.array([1.0, 2.0]))
+    Array([[2., 0.],
+           [0., 2.]], dtype=float32)
+  """
+  return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
+
+
+def linear_transpose(fun: Callable, *primals: Any, reduce_axes: Sequence[Any] = ()
+                     ) -> Callable:
+  """The transpose of the linear function `fun`, as a function of an output cotangent
+  that returns a tuple of input cotangents. `primals` give the input shapes and dtypes.
+
+  Example:
+    >>> f_t = linear_transpose(lambda x: 2.0 * x, 1.0)
+    >>> f_t(3.0)
+    (Array(6., dtype=float32, weak_type=True),)
+  """
+  flat_primals, in_tree = tree_util.tree_flatten((primals, {}))
+  in_avals = [_abstractify(x) for x in flat_primals]
+  for aval in in_avals:
+    if not dtypes.is_inexact(aval.dtype):
+      raise TypeError(f"linear_transpose only supports [float or complex] -> [float or "
+                      f"complex] functions, but got an input of dtype {aval.dtype.name}")
+  out_tree_store: list = []
+  jaxpr, consts = pe.trace_to_jaxpr(_flatten_fun(fun, in_tree, out_tree_store), in_avals)
+  out_tree = out_tree_store[0]
+  out_avals = [v.aval for v in jaxpr.outvars]
+
+  def transposed(out_cotangent: Any) -> tuple:
+    flat_cts, ct_tree = tree_util.tree_flatten(out_cotangent)
+    if ct_tree != out_tree:
+      raise TypeError(f"linear_transpose: cotangent tree structure {ct_tree} does not match "
+                      f"the function's output structure {out_tree}")
+    for ct, aval in zip(flat_cts, out_avals):
+      ct_aval = core.get_aval(ct)
+      if ct_aval.shape != aval.shape or ct_aval.dtype != aval.dtype:
+        raise TypeError(f"linear_transpose: cotangent {ct_aval.str_short()} does not match "
+                        f"the function's output {aval.str_short()}")
+    cts_in = ad.backward_pass(jaxpr, consts, [ad.UndefinedPrimal(a) for a in in_avals],
+                              flat_cts)
+    cts_in = [_materialize_cotangent(ct, aval) for ct, aval in zip(cts_in, in_avals)]
+    args_cts, _ = in_tree.unflatten(cts_in)
+    return args_cts
+  return transposed
 
 
 # ----------------------------------------------------------------------------- vmap

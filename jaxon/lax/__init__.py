@@ -151,6 +151,9 @@ from jaxon._src.lax.lax import (
     zeros_like_array as zeros_like_array,
 )
 
+# --- stop_gradient (interpreters/ad.py, beside add_any)
+from jaxon._src.interpreters.ad import stop_gradient as stop_gradient
+
 # --- reshape, transpose, squeeze, expand_dims, rev, concatenate, pad (shape_ops.py)
 from jaxon._src.lax.shape_ops import (
     collapse as collapse,

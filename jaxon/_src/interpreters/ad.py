@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import core, dtypes
+from jaxon._src import core, dtypes, tree_util
 from jaxon._src.core import Literal, ShapedArray, Var
 from jaxon._src.interpreters import batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
@@ -123,7 +123,10 @@ class JVPTrace(core.Trace):
 
 def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
              tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-  """Runs `fun` (flat in, flat out) on (primal, tangent) pairs."""
+  """Runs `fun` (flat in, flat out) on (primal, tangent) pairs. Tangents of integer inputs
+  (dtype float0) carry no information: they enter as symbolic zeros."""
+  tangents = [Zero(core.get_aval(t)) if type(t) is not Zero and
+              core.get_aval(t).dtype == dtypes.float0 else t for t in tangents]
   trace = JVPTrace(core.current_trace())
   in_tracers = [JVPTracer(trace, p, t) for p, t in zip(primals, tangents)]
   try:
@@ -144,9 +147,13 @@ class LinearizeTrace(pe.DynamicJaxprTrace):
 
   def process_primitive(self, primitive: core.Primitive, args: Sequence[Any],
                         params: dict) -> Any:
-    if not any(isinstance(x, pe.DynamicJaxprTracer) and x._trace is self for x in args):
+    unknowns = [self.is_own(x) for x in args]
+    if not any(unknowns):
       return primitive.bind_with_trace(self.parent, args, params)
-    return super().process_primitive(primitive, args, params)
+    rule = pe.custom_partial_eval_rules.get(primitive)
+    if rule is not None:
+      return rule(self, args, unknowns, **params)
+    return self.stage(primitive, args, params)
 
 
 def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]
@@ -187,12 +194,15 @@ def is_undefined_primal(x: Any) -> bool:
   return type(x) is UndefinedPrimal
 
 
-def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents_out: Sequence[Any]
-                  ) -> list[Any]:
-  """Cotangents of `jaxpr`'s invars (all linear) given its outputs' cotangents."""
+def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], primals: Sequence[Any],
+                  cotangents_out: Sequence[Any]) -> list[Any]:
+  """Cotangents of `jaxpr`'s invars given its outputs' cotangents. The linear invars are
+  those whose `primals` entry is an `UndefinedPrimal`; the others are known values (their
+  cotangents come back as `Zero`)."""
   ct_env: dict[Var, Any] = {}
   const_env: dict[Var, Any] = dict(zip(jaxpr.constvars, consts))
-  linear = set(jaxpr.invars)
+  linear = {v for v, p in zip(jaxpr.invars, primals) if is_undefined_primal(p)}
+  const_env.update((v, p) for v, p in zip(jaxpr.invars, primals) if v not in linear)
 
   def read_primal(atom: core.Atom) -> Any:
     if type(atom) is Literal:
@@ -224,7 +234,7 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], cotangents_out: Sequ
     cts_in = rule(ct_arg, *map(read_primal, eqn.invars), **eqn.params)
     for v, ct in zip(eqn.invars, cts_in):
       write_ct(v, ct)
-  return [ct_env.get(v, Zero(v.aval)) for v in jaxpr.invars]
+  return [ct_env.get(v, Zero(v.aval.to_tangent_aval())) for v in jaxpr.invars]
 
 
 # ----------------------------------------------------------------------------- add_any
@@ -247,7 +257,19 @@ add_jaxvals_p.def_abstract_eval(_add_any_abstract_eval)
 add_jaxvals_p.def_impl(_add_any_impl)
 primitive_transposes[add_jaxvals_p] = _add_any_transpose
 mlir.register_lowering(add_jaxvals_p, lambda ctx, x, y: [hlo.add(x, y)])
-batching.defbroadcasting(add_jaxvals_p)
+
+
+def _add_any_batch(vals: Sequence[Any], dims: Sequence[int | None]) -> tuple[Any, int]:
+  """Both operands must end up with the same shape: `add_any` does not broadcast."""
+  (x, y), (dx, dy) = vals, dims
+  if dx == dy:
+    return add_jaxvals_p.bind(x, y), dx
+  size = core.get_aval(x if dx is not None else y).shape[dx if dx is not None else dy]
+  x, y = batching.bdim_at_front(x, dx, size), batching.bdim_at_front(y, dy, size)
+  return add_jaxvals_p.bind(x, y), 0
+
+
+batching.primitive_batchers[add_jaxvals_p] = _add_any_batch
 primitive_jvps[add_jaxvals_p] = lambda primals, tangents: (
     add_jaxvals_p.bind(*primals), add_tangents(*tangents))
 
@@ -273,3 +295,29 @@ def deflinear(primitive: core.Primitive, transpose_rule: Callable) -> None:
     return primal_out, primitive.bind(*tangents, **params)
   primitive_jvps[primitive] = jvp
   primitive_transposes[primitive] = transpose_rule
+
+
+# ----------------------------------------------------------------------------- stop_gradient
+
+stop_gradient_p = core.Primitive("stop_gradient")
+stop_gradient_p.def_impl(lambda x: x)
+stop_gradient_p.def_abstract_eval(lambda x: x)
+mlir.register_lowering(stop_gradient_p, lambda ctx, x: [x])
+batching.defvectorized(stop_gradient_p)
+primitive_jvps[stop_gradient_p] = lambda primals, tangents: (
+    stop_gradient_p.bind(*primals), Zero(core.get_aval(primals[0]).to_tangent_aval()))
+
+
+def stop_gradient(x: Any) -> Any:
+  """`x` unchanged, but with zero derivative under every transformation; applies to each
+  leaf of a pytree. Integer and boolean leaves pass through (they have no derivative).
+
+  Example:
+    >>> grad(lambda x: x * stop_gradient(x))(3.0)
+    Array(3., dtype=float32, weak_type=True)
+  """
+  def stop(leaf: Any) -> Any:
+    if not dtypes.is_inexact(core.get_aval(leaf).dtype):
+      return leaf
+    return stop_gradient_p.bind(leaf)
+  return tree_util.tree_map(stop, x)

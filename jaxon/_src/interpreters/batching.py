@@ -8,7 +8,7 @@ and its batch dimension; rules move batch dimensions only when they must.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from jaxon._src import core
 from jaxon._src.core import ShapedArray
@@ -16,6 +16,17 @@ from jaxon._src.core import ShapedArray
 not_mapped = None
 
 primitive_batchers: dict[core.Primitive, Callable] = {}
+
+
+class AxisData(NamedTuple):
+  """The mapped axis a `BatchTrace` stands for."""
+  name: Hashable | None
+  size: int
+
+
+# Rules that need the mapped axis itself (primitives carrying a jaxpr, collectives):
+# `rule(axis_data, vals, dims, **params) -> (out, out_dim)`.
+fancy_primitive_batchers: dict[core.Primitive, Callable] = {}
 
 
 class BatchTracer(core.Tracer):
@@ -53,11 +64,16 @@ class BatchTrace(core.Trace):
     vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
     if all(d is not_mapped for d in dims):
       return primitive.bind_with_trace(self.parent, vals, params)
+    fancy_rule = fancy_primitive_batchers.get(primitive)
     rule = primitive_batchers.get(primitive)
-    if rule is None:
+    if fancy_rule is None and rule is None:
       raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
     with core.set_current_trace(self.parent):
-      out, out_dim = rule(vals, dims, **params)
+      if fancy_rule is not None:
+        out, out_dim = fancy_rule(AxisData(self.axis_name, self.axis_size), vals, dims,
+                                  **params)
+      else:
+        out, out_dim = rule(vals, dims, **params)
     if primitive.multiple_results:
       return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
     return BatchTracer(self, out, out_dim)

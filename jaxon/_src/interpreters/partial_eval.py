@@ -85,8 +85,15 @@ class DynamicJaxprTrace(core.Trace):
       entry = self.constvars[id(x)] = (Var(aval), x)
     return entry[0]
 
+  def is_own(self, x: Any) -> bool:
+    return isinstance(x, DynamicJaxprTracer) and x._trace is self
+
   def process_primitive(self, primitive: core.Primitive, args: Sequence[Any],
                         params: dict) -> Any:
+    return self.stage(primitive, args, params)
+
+  def stage(self, primitive: core.Primitive, args: Sequence[Any], params: dict) -> Any:
+    """Records `primitive` applied to `args` as an equation; returns its output tracers."""
     atoms = [self.to_atom(x) for x in args]
     out = primitive.abstract_eval(*[a.aval for a in atoms], **params)
     out_avals = out if primitive.multiple_results else [out]
@@ -134,3 +141,43 @@ def trace_to_closed_jaxpr(fun: Callable[..., Sequence[Any]],
 def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
   """Turns the constvars into leading invars (used when consts are tracers)."""
   return Jaxpr([], jaxpr.constvars + jaxpr.invars, jaxpr.outvars, jaxpr.eqns)
+
+
+# ----------------------------------------------------------------------------- partial eval
+
+# Rules for primitives that carry a jaxpr: `rule(trace, args, unknowns, **params)` evaluates
+# the part of the primitive that depends only on known inputs and stages the rest.
+custom_partial_eval_rules: dict[core.Primitive, Callable] = {}
+
+
+def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool]
+                       ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
+  """Splits `jaxpr` into the equations computable from its known inputs and the rest.
+
+  Returns (known, unknown, out_unknowns, num_residuals): `known` takes the known inputs and
+  returns the known outputs followed by the residuals (known values the unknown equations
+  read); `unknown` takes the residuals followed by the unknown inputs and returns the
+  unknown outputs.
+  """
+  inner = jaxpr.jaxpr
+  unknown_vars = {v for v, u in zip(inner.invars, unknowns) if u}
+  known_eqns, unknown_eqns = [], []
+  for eqn in inner.eqns:
+    if any(type(a) is not Literal and a in unknown_vars for a in eqn.invars):
+      unknown_vars.update(eqn.outvars)
+      unknown_eqns.append(eqn)
+    else:
+      known_eqns.append(eqn)
+  is_unknown = lambda a: type(a) is not Literal and a in unknown_vars  # noqa: E731
+  residuals = list(dict.fromkeys(
+      a for eqn in unknown_eqns for a in eqn.invars
+      if type(a) is not Literal and a not in unknown_vars))
+  out_unknowns = [is_unknown(v) for v in inner.outvars]
+  known_invars = [v for v, u in zip(inner.invars, unknowns) if not u]
+  known_outs = [v for v, u in zip(inner.outvars, out_unknowns) if not u]
+  known = Jaxpr(inner.constvars, known_invars, known_outs + residuals, known_eqns)
+  unknown_invars = [v for v, u in zip(inner.invars, unknowns) if u]
+  unknown_outs = [v for v, u in zip(inner.outvars, out_unknowns) if u]
+  unknown = Jaxpr([], residuals + unknown_invars, unknown_outs, unknown_eqns)
+  return (ClosedJaxpr(known, jaxpr.consts), ClosedJaxpr(unknown, []), out_unknowns,
+          len(residuals))
