@@ -37,6 +37,9 @@ class Framework:
   device_put: Callable
   block_until_ready: Callable
   tree_leaves: Callable
+  grad: Callable
+  vmap: Callable
+  hessian: Callable
 
 
 class Unsupported(Exception):
@@ -144,6 +147,87 @@ def mlp_compile(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+# ----------------------------------------------------------------------------- training
+
+
+def _mlp_setup(fw: Framework) -> tuple[list, Any, Any, Callable]:
+  """MLP parameters, a batch of inputs and one-hot targets, and the softmax cross-entropy."""
+  require(fw, "dot", "tanh", "max", "log", "sum", "exp", "mean")
+  rng = np.random.default_rng(0)
+  params = [(fw.device_put(rng.normal(0, 0.05, (m, n)).astype(np.float32)),
+             fw.device_put(np.zeros(n, np.float32)))
+            for m, n in zip(MLP_SIZES[:-1], MLP_SIZES[1:])]
+  x = fw.device_put(rng.normal(size=(MLP_BATCH, MLP_SIZES[0])).astype(np.float32))
+  y = fw.device_put(np.eye(MLP_SIZES[-1], dtype=np.float32)[rng.integers(0, 10, MLP_BATCH)])
+  jnp = fw.jnp
+
+  def loss(params, x, y):
+    for w, b in params[:-1]:
+      x = jnp.tanh(jnp.dot(x, w) + b)
+    w, b = params[-1]
+    logits = jnp.dot(x, w) + b
+    shifted = logits - jnp.max(logits, axis=-1, keepdims=True)
+    log_probs = shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=-1, keepdims=True))
+    return -jnp.mean(jnp.sum(log_probs * y, axis=-1))
+  return params, x, y, loss
+
+
+def _sgd_step(fw: Framework, loss: Callable) -> Callable:
+  def step(params, x, y):
+    grads = fw.grad(loss)(params, x, y)
+    return [(w - 0.01 * dw, b - 0.01 * db) for (w, b), (dw, db) in zip(params, grads)]
+  return step
+
+
+@workload("mlp_grad_compile", unit="trace+compile", repeat=7)
+def mlp_grad_compile(fw: Framework) -> Callable[[], Any]:
+  """jit(grad(loss)) of the MLP 784-512-512-10 (batch 128, softmax cross-entropy): a fresh
+  function traced, differentiated and compiled to its first result."""
+  params, x, y, loss = _mlp_setup(fw)
+
+  def run() -> Any:
+    def fresh_loss(*args):  # a new function object each time: no cache can answer
+      return loss(*args)
+    return fw.block_until_ready(fw.jit(fw.grad(fresh_loss))(params, x, y))
+  return run
+
+
+@workload("mlp_sgd_step", unit="step", units_per_run=10)
+def mlp_sgd_step(fw: Framework) -> Callable[[], Any]:
+  """Steady state of a jitted SGD step of the MLP 784-512-512-10 at batch 128."""
+  params, x, y, loss = _mlp_setup(fw)
+  step = fw.jit(_sgd_step(fw, loss))
+
+  def run() -> Any:
+    p = params
+    for _ in range(10):
+      p = step(p, x, y)
+    return fw.block_until_ready(p)
+  return run
+
+
+@workload("per_example_grads", unit="batch", repeat=15)
+def per_example_grads(fw: Framework) -> Callable[[], Any]:
+  """jit(vmap(grad(loss), in_axes=(None, 0, 0))) of the MLP: 128 per-example gradients."""
+  params, x, y, loss = _mlp_setup(fw)
+  f = fw.jit(fw.vmap(fw.grad(loss), in_axes=(None, 0, 0)))
+  return lambda: fw.block_until_ready(f(params, x, y))
+
+
+@workload("jit_hessian", unit="call", units_per_run=CALLS)
+def jit_hessian(fw: Framework) -> Callable[[], Any]:
+  """jit(hessian(f)) of a small function (f(x) = sum(tanh(x) * x**2), x: float32[4])."""
+  require(fw, "tanh", "sum")
+  f = fw.jit(fw.hessian(lambda x: fw.jnp.sum(fw.jnp.tanh(x) * x ** 2)))
+  x = fw.device_put(np.linspace(-1, 1, 4).astype(np.float32))
+
+  def run() -> Any:
+    for _ in range(CALLS - 1):
+      f(x)
+    return fw.block_until_ready(f(x))
+  return run
+
+
 # ----------------------------------------------------------------------------- runner
 
 
@@ -151,7 +235,8 @@ def load_frameworks(with_jax: bool) -> list[Framework]:
   import jaxon
   import jaxon.numpy
   frameworks = [Framework("jaxon", jaxon.jit, jaxon.numpy, jaxon.device_put,
-                          jaxon.block_until_ready, jaxon.tree_leaves)]
+                          jaxon.block_until_ready, jaxon.tree_leaves, jaxon.grad, jaxon.vmap,
+                          jaxon.hessian)]
   if with_jax:
     try:
       import jax
@@ -161,7 +246,8 @@ def load_frameworks(with_jax: bool) -> list[Framework]:
             "separate environment to compare)")
     else:
       frameworks.append(Framework("jax", jax.jit, jax.numpy, jax.device_put,
-                                  jax.block_until_ready, jax.tree_util.tree_leaves))
+                                  jax.block_until_ready, jax.tree_util.tree_leaves, jax.grad,
+                                  jax.vmap, jax.hessian))
   return frameworks
 
 
