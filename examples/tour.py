@@ -95,15 +95,7 @@ def show_jit() -> None:
   print("\n".join(fun.lower(x).as_text().splitlines()[:4]))
 
 
-# ----------------------------------------------------------------------------- main job slot
-
-
-def main_job() -> None:
-  """Slot for the main demo (an MNIST-style training loop with grad and jit)."""
-
-
 if __name__ == "__main__":
   print(f"jaxon {jaxon.__version__} on {jaxon.devices()}")
   show_jaxprs()
   show_jit()
-  main_job()
