@@ -9,11 +9,21 @@
   always the index vector (one start index per entry of `start_index_map`); its other
   dimensions are *batch* dimensions. `GatherScatterMode` says what happens to out-of-bounds
   indices.
+
+Derivatives: every primitive here is linear in its array operands except scatter-mul, -min
+and -max, so transposes undo each other (slice ↔ pad, dynamic_slice ↔ dynamic_update_slice,
+gather ↔ scatter-add). Start indices and index arrays are integers: they get no tangent and
+no cotangent. Batching moves the batch dimension into the dimension numbers: a batched
+operand read with shared indices gains a window dimension; batched indices gain an index
+batch dimension, paired with the operand's batch dimension as a *batching* dimension when
+the operand is batched too. `dynamic_slice` and `dynamic_update_slice` with batched start
+indices become a gather and a scatter.
 """
 from __future__ import annotations
 
 import enum
 import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -23,7 +33,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import mlir
+from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, shape_ops, utils
 from jaxon._src.xla.array import Array
 
@@ -41,6 +51,39 @@ def _static_ints(name: str, values: Sequence[Any], what: str) -> tuple[int, ...]
     if isinstance(e, core.ConcretizationTypeError):
       raise
     raise TypeError(f"{name} {what} must be a sequence of integers, got {values!r}") from e
+
+
+def _zero_cotangents(*args: Any) -> list[Any]:
+  """The cotangents of a linear primitive whose output cotangent is a symbolic zero."""
+  return [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None for a in args]
+
+
+def _linear_jvp(prim: core.Primitive, linear: tuple[int, ...]) -> Callable[..., Any]:
+  """The JVP of a primitive linear jointly in the operands at positions `linear`, the
+  others (integer indices) held fixed: the primitive applied to those tangents."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple[Any, Any]:
+    out = prim.bind(*primals, **params)
+    if all(type(tangents[i]) is ad.Zero for i in linear):
+      return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+    args = [ad.instantiate_zeros(tangents[i]) if i in linear else p
+            for i, p in enumerate(primals)]
+    return out, prim.bind(*args, **params)
+  return jvp
+
+
+def _with_batch_dim(x: Any, bdim: int | None, size: int, pos: int) -> Any:
+  """`x` with its batch dimension at `pos`, broadcast to `size` if it has none."""
+  if bdim is batching.not_mapped:
+    shape = list(np.shape(x))
+    shape.insert(pos, size)
+    return lax.broadcast_in_dim(x, shape, [d for d in range(len(shape)) if d != pos])
+  return batching.moveaxis(x, bdim, pos)
+
+
+def _inserted(values: Sequence[Any], pos: int, value: Any) -> tuple[Any, ...]:
+  values = list(values)
+  values.insert(pos, value)
+  return tuple(values)
 
 
 # ----------------------------------------------------------------------------- slice
@@ -100,6 +143,36 @@ def _slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
 
 
 mlir.register_lowering(slice_p, _slice_lowering)
+
+
+def _slice_transpose(ct: Any, operand: Any, *, start_indices: tuple[int, ...],
+                     limit_indices: tuple[int, ...], strides: tuple[int, ...] | None
+                     ) -> list[Any]:
+  """The cotangent goes back where its elements were taken from: zeros padded before,
+  after and (for strides) between them."""
+  if type(ct) is ad.Zero:
+    return _zero_cotangents(operand)
+  shape = operand.aval.shape
+  strides = strides or (1,) * len(shape)
+  config = []
+  for lo, size, stride, n in zip(start_indices, shape, strides, np.shape(ct)):
+    last_taken = lo + (n - 1) * stride if n else lo - 1
+    config.append((lo, size - last_taken - 1, stride - 1))
+  return [shape_ops.pad(ct, np.zeros((), core.get_aval(ct).dtype), config)]
+
+
+def _slice_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                      start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
+                      strides: tuple[int, ...] | None) -> tuple[Any, int]:
+  (x,), (bdim,) = vals, dims
+  strides = None if strides is None else _inserted(strides, bdim, 1)
+  return slice_p.bind(x, start_indices=_inserted(start_indices, bdim, 0),
+                      limit_indices=_inserted(limit_indices, bdim, np.shape(x)[bdim]),
+                      strides=strides), bdim
+
+
+ad.deflinear(slice_p, _slice_transpose)
+batching.primitive_batchers[slice_p] = _slice_batch_rule
 
 
 def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
@@ -236,10 +309,57 @@ dynamic_slice_p = utils.standard_primitive("dynamic_slice", _dynamic_slice_shape
 
 def _dynamic_slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value,
                             *starts: ir.Value, slice_sizes: tuple[int, ...]) -> list[ir.Value]:
+  if not slice_sizes:  # a scalar is its own slice (and `sizes = []` does not parse back)
+    return [operand]
   return [hlo.dynamic_slice(operand, starts, slice_sizes)]
 
 
 mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
+
+
+def _dynamic_slice_transpose(ct: Any, operand: Any, *starts: Any,
+                             slice_sizes: tuple[int, ...]) -> list[Any]:
+  """The cotangent written into zeros at the same (equally clamped) start indices."""
+  if type(ct) is ad.Zero:
+    return _zero_cotangents(operand, *starts)
+  zeros = ad.zeros_like_aval(operand.aval)
+  return [dynamic_update_slice_p.bind(zeros, ct, *starts), *[None] * len(starts)]
+
+
+def _dynamic_slice_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                              slice_sizes: tuple[int, ...]) -> tuple[Any, int]:
+  """With shared start indices: one more dynamic_slice dimension, taken whole. With
+  per-example start indices: a gather of one window per example."""
+  (x, *starts), (x_bdim, *start_bdims) = vals, dims
+  if all(d is batching.not_mapped for d in start_bdims):
+    starts = _inserted(starts, x_bdim, np.zeros((), _start_dtype(starts)))
+    sizes = _inserted(slice_sizes, x_bdim, np.shape(x)[x_bdim])
+    return dynamic_slice_p.bind(x, *starts, slice_sizes=sizes), x_bdim
+  everything = tuple(range(len(starts)))
+  dnums = GatherDimensionNumbers(offset_dims=everything, collapsed_slice_dims=(),
+                                 start_index_map=everything)
+  return _gather_batch_rule(
+      [x, _stacked_starts(starts, start_bdims, lax._batch_size(vals, dims))], [x_bdim, 0],
+      dimension_numbers=dnums, slice_sizes=slice_sizes, unique_indices=False,
+      indices_are_sorted=False, mode=GatherScatterMode.CLIP, fill_value=None)
+
+
+def _start_dtype(starts: Sequence[Any]) -> np.dtype:
+  return core.get_aval(starts[0]).dtype if starts else dtypes.canonicalize_dtype(np.int32)
+
+
+def _stacked_starts(starts: Sequence[Any], bdims: Sequence[int | None], size: int) -> Any:
+  """Batched scalar start indices as one (batch, len(starts)) index array: the index
+  vectors of the gather or scatter that stands in for a batched dynamic slice."""
+  columns = [lax.broadcast_in_dim(batching.bdim_at_front(s, d, size), (size, 1), (0,))
+             for s, d in zip(starts, bdims)]
+  return columns[0] if len(columns) == 1 else shape_ops.concatenate(columns, 1)
+
+
+ad.defjvp(dynamic_slice_p, lambda g, operand, *starts, slice_sizes: dynamic_slice_p.bind(
+    g, *starts, slice_sizes=slice_sizes))
+ad.primitive_transposes[dynamic_slice_p] = _dynamic_slice_transpose
+batching.primitive_batchers[dynamic_slice_p] = _dynamic_slice_batch_rule
 
 
 def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0, *,
@@ -313,6 +433,49 @@ def _dynamic_update_slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Va
 
 
 mlir.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
+
+
+def _dynamic_update_slice_transpose(ct: Any, operand: Any, update: Any, *starts: Any
+                                    ) -> list[Any]:
+  """The operand's cotangent is `ct` with the overwritten window zeroed; the update's is
+  that window of `ct`."""
+  if type(ct) is ad.Zero:
+    return _zero_cotangents(operand, update, *starts)
+  update_aval = shape_ops._aval(update)
+  ct_operand = ct_update = None
+  if ad.is_undefined_primal(operand):
+    zeros = ad.zeros_like_aval(update_aval)
+    ct_operand = dynamic_update_slice_p.bind(ct, zeros, *starts)
+  if ad.is_undefined_primal(update):
+    ct_update = dynamic_slice_p.bind(ct, *starts, slice_sizes=update_aval.shape)
+  return [ct_operand, ct_update, *[None] * len(starts)]
+
+
+def _dynamic_update_slice_batch_rule(vals: Sequence[Any], dims: Sequence[int | None]
+                                     ) -> tuple[Any, int]:
+  """With shared start indices: one more dimension, updated whole (operand and update get
+  their batch dimensions at the same place). With per-example start indices: a scatter of
+  one window per example."""
+  (x, update, *starts), (x_bdim, update_bdim, *start_bdims) = vals, dims
+  size = lax._batch_size(vals, dims)
+  if all(d is batching.not_mapped for d in start_bdims):
+    bdim = update_bdim if x_bdim is batching.not_mapped else x_bdim
+    x = _with_batch_dim(x, x_bdim, size, bdim)
+    update = _with_batch_dim(update, update_bdim, size, bdim)
+    starts = _inserted(starts, bdim, np.zeros((), _start_dtype(starts)))
+    return dynamic_update_slice_p.bind(x, update, *starts), bdim
+  everything = tuple(range(len(starts)))
+  dnums = ScatterDimensionNumbers(update_window_dims=everything, inserted_window_dims=(),
+                                  scatter_dims_to_operand_dims=everything)
+  return _scatter_batch_rule(
+      scatter_p, [x, _stacked_starts(starts, start_bdims, size), update],
+      [x_bdim, 0, update_bdim], dimension_numbers=dnums, indices_are_sorted=True,
+      unique_indices=True, mode=GatherScatterMode.CLIP)
+
+
+ad.primitive_jvps[dynamic_update_slice_p] = _linear_jvp(dynamic_update_slice_p, (0, 1))
+ad.primitive_transposes[dynamic_update_slice_p] = _dynamic_update_slice_transpose
+batching.primitive_batchers[dynamic_update_slice_p] = _dynamic_update_slice_batch_rule
 
 
 def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int, *,
@@ -621,6 +784,96 @@ def _gather_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, indices: 
 mlir.register_lowering(gather_p, _gather_lowering)
 
 
+def _gather_jvp(g: Any, operand: Any, indices: Any, *, dimension_numbers: GatherDimensionNumbers,
+                slice_sizes: tuple[int, ...], unique_indices: bool, indices_are_sorted: bool,
+                mode: GatherScatterMode, fill_value: Any) -> Any:
+  """The same gather of the tangent; windows filled out of bounds have tangent 0."""
+  return gather(g, indices, dimension_numbers, slice_sizes, unique_indices=unique_indices,
+                indices_are_sorted=indices_are_sorted, mode=mode, fill_value=0)
+
+
+def _gather_transpose(ct: Any, operand: Any, indices: Any, *,
+                      dimension_numbers: GatherDimensionNumbers, slice_sizes: tuple[int, ...],
+                      unique_indices: bool, indices_are_sorted: bool, mode: GatherScatterMode,
+                      fill_value: Any) -> list[Any]:
+  """Each window of `ct` added back where it was read (windows read twice get both);
+  out-of-bounds windows, dropped by the scatter, contribute nothing."""
+  if type(ct) is ad.Zero:
+    return _zero_cotangents(operand, indices)
+  # The two kinds of dimension numbers list the same dimensions in the same order.
+  dnums = ScatterDimensionNumbers(*dimension_numbers)
+  zeros = ad.zeros_like_aval(operand.aval)
+  return [scatter_add(zeros, indices, ct, dnums, indices_are_sorted=indices_are_sorted,
+                      unique_indices=unique_indices, mode=mode), None]
+
+
+def _gather_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                       dimension_numbers: GatherDimensionNumbers, slice_sizes: tuple[int, ...],
+                       **params: Any) -> tuple[Any, int]:
+  (operand, indices), (operand_bdim, indices_bdim) = vals, dims
+  indices, indices_bdim = _index_vector_last(indices, indices_bdim)
+  dnums, out_bdim = _batched_dnums(dimension_numbers, operand_bdim, indices_bdim,
+                                   _unbatched_rank(indices, indices_bdim))
+  if operand_bdim is not batching.not_mapped:
+    window = np.shape(operand)[operand_bdim] if indices_bdim is batching.not_mapped else 1
+    slice_sizes = _inserted(slice_sizes, operand_bdim, window)
+  return gather_p.bind(operand, indices, dimension_numbers=dnums, slice_sizes=slice_sizes,
+                       **params), out_bdim
+
+
+ad.defjvp(gather_p, _gather_jvp, None)
+ad.primitive_transposes[gather_p] = _gather_transpose
+batching.primitive_batchers[gather_p] = _gather_batch_rule
+
+
+# ----------------------------------------------------------------------------- batched dnums
+
+def _unbatched_rank(x: Any, bdim: int | None) -> int:
+  return np.ndim(x) - (bdim is not batching.not_mapped)
+
+
+def _index_vector_last(indices: Any, bdim: int | None) -> tuple[Any, int | None]:
+  """Batched indices whose batch dimension is not the last (the index vector's place)."""
+  if bdim is not batching.not_mapped and bdim == np.ndim(indices) - 1:
+    return batching.moveaxis(indices, bdim, 0), 0
+  return indices, bdim
+
+
+def _batched_dnums(dnums: Any, operand_bdim: int | None, indices_bdim: int | None,
+                   indices_rank: int) -> tuple[Any, int]:
+  """The dimension numbers of a gather or scatter whose operand and/or indices gained a
+  batch dimension, and where that dimension is in the gather's result (the scatter's
+  updates), called the *values* here.
+
+  Gather and scatter dimension numbers list the same things in the same order: the
+  values' window dimensions, the operand dimensions without a window, the index map, the
+  operand batching dimensions and the index batching dimensions. With shared indices the
+  operand's batch dimension is read whole, as a new window dimension; with batched indices
+  it is an index batch dimension, paired with the operand's as a batching dimension when
+  the operand is batched too.
+  """
+  window, collapsed, index_map, operand_batching, indices_batching = dnums
+  if operand_bdim is not batching.not_mapped:
+    collapsed, index_map, operand_batching = (shape_ops._shift_past(d, operand_bdim)
+                                              for d in (collapsed, index_map, operand_batching))
+  if indices_bdim is batching.not_mapped:
+    # The k-th window dimension of the operand is the k-th window dimension of the values.
+    k = operand_bdim - sum(d < operand_bdim for d in collapsed + operand_batching)
+    pos = window[k - 1] + 1 if k else 0
+    window = tuple(sorted(shape_ops._shift_past(window, pos) + (pos,)))
+  else:
+    # The k-th index batch dimension is the k-th non-window dimension of the values.
+    values_rank = len(window) + indices_rank - 1
+    pos = ([d for d in range(values_rank) if d not in window] + [values_rank])[indices_bdim]
+    window = shape_ops._shift_past(window, pos)
+    indices_batching = shape_ops._shift_past(indices_batching, indices_bdim)
+    if operand_bdim is not batching.not_mapped:
+      k = sum(d < operand_bdim for d in operand_batching)
+      operand_batching = _inserted(operand_batching, k, operand_bdim)
+      indices_batching = _inserted(indices_batching, k, indices_bdim)
+  return type(dnums)(window, collapsed, index_map, operand_batching, indices_batching), pos
+
+
 # ----------------------------------------------------------------------------- scatter
 
 class ScatterDimensionNumbers(NamedTuple):
@@ -778,3 +1031,156 @@ scatter_sub = _scatter_function(scatter_sub_p, "is subtracted from the operand")
 scatter_mul = _scatter_function(scatter_mul_p, "multiplies the operand")
 scatter_min = _scatter_function(scatter_min_p, "is combined with the operand by minimum")
 scatter_max = _scatter_function(scatter_max_p, "is combined with the operand by maximum")
+
+
+# ----------------------------------------------------------------------------- scatter rules
+
+def _read_windows(x: Any, indices: Any, updates_aval: ShapedArray,
+                  dimension_numbers: ScatterDimensionNumbers, *, mode: GatherScatterMode,
+                  indices_are_sorted: bool, unique_indices: bool) -> Any:
+  """The gather that reads, shaped like the updates, the windows of `x` (shaped like the
+  operand) that the scatter with these indices writes; 0 where a window is dropped."""
+  x_aval = core.get_aval(x)
+  return gather(x, indices, GatherDimensionNumbers(*dimension_numbers),
+                _scatter_window(x_aval, updates_aval, dimension_numbers),
+                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                mode=mode, fill_value=0)
+
+
+def _scatter_linear_transpose(prim: core.Primitive) -> Callable[..., list[Any]]:
+  """The transpose of scatter-add, scatter-sub and (with unique indices) scatter: the
+  operand's cotangent is `ct`, minus what the scatter overwrote; the updates' are the
+  windows of `ct` they landed in (negated for scatter-sub)."""
+  def transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                ) -> list[Any]:
+    if prim is scatter_p and not params["unique_indices"]:
+      raise NotImplementedError("scatter is transposed only with unique indices (its JVP "
+                                "with possibly repeated indices uses scatter-add).")
+    if type(ct) is ad.Zero:
+      return _zero_cotangents(operand, indices, updates)
+    updates_aval = shape_ops._aval(updates)
+    ct_operand = ct_updates = None
+    if ad.is_undefined_primal(operand):
+      ct_operand = ct if prim is not scatter_p else scatter_p.bind(
+          ct, indices, ad.zeros_like_aval(updates_aval), **params)
+    if ad.is_undefined_primal(updates):
+      ct_updates = _read_windows(ct, indices, updates_aval, **params)
+      ct_updates = lax.neg(ct_updates) if prim is scatter_sub_p else ct_updates
+    return [ct_operand, None, ct_updates]
+  return transpose
+
+
+def _scatter_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
+                 ) -> tuple[Any, Any]:
+  """With unique indices scatter is linear in (operand, updates). Otherwise which of the
+  updates to one element wins is up to XLA, so both outputs are rebuilt from one choice:
+  each update's id (1 + its index vector's number) is scattered, the ids read back say
+  which update elements won, and the outputs are the operand where nothing landed plus a
+  scatter-add of the winners alone."""
+  if params["unique_indices"]:
+    return _scatter_unique_jvp(primals, tangents, **params)
+  operand, indices, updates = primals
+  updates_aval = core.get_aval(updates)
+  dn = params["dimension_numbers"]
+  scatter_dims = [d for d in range(updates_aval.ndim) if d not in dn.update_window_dims]
+  batch_shape = [updates_aval.shape[d] for d in scatter_dims]
+  ids = shape_ops.reshape(lax.iota(np.int32, math.prod(batch_shape)), batch_shape)
+  ids = lax.add(lax.broadcast_in_dim(ids, updates_aval.shape, scatter_dims), np.int32(1))
+  landed = scatter_p.bind(lax.full(np.shape(operand), 0, np.int32), indices, ids, **params)
+  untouched = lax.eq(landed, np.int32(0))
+  won = lax.eq(_read_windows(landed, indices, updates_aval, **params), ids)
+
+  def winners(x: Any, y: Any) -> Any:
+    kept = lax.select(untouched, x, lax.full_like(x, 0))
+    return scatter_add_p.bind(kept, indices, lax.select(won, y, lax.full_like(y, 0)),
+                              **params)
+  t_operand, t_updates = ad.instantiate_zeros(tangents[0]), ad.instantiate_zeros(tangents[2])
+  return winners(operand, updates), winners(t_operand, t_updates)
+
+
+def _scatter_mul_jvp_updates(g: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                             ) -> Any:
+  """The operand times the tangent of the product of the updates landing at each element:
+  each update's tangent times the product of the others there (just the tangent when
+  indices are unique)."""
+  if not params["unique_indices"]:
+    g = lax.mul(g, _product_of_others(operand, indices, updates, **params))
+  return lax.mul(operand, scatter_add_p.bind(lax.full_like(operand, 0), indices, g, **params))
+
+
+def _product_of_others(operand: Any, indices: Any, updates: Any, **params: Any) -> Any:
+  """For each update element, the product of the other updates landing on its element:
+  the product of all over itself where it is not zero; for a zero, the product of the
+  non-zeros if it is the only zero there, else 0. (Where two or more updates to one
+  element are exactly zero, derivatives of order two and up miss their cross terms.)"""
+  def per_update(prim: core.Primitive, start: Any, y: Any) -> Any:
+    combined = prim.bind(lax.full_like(operand, start), indices, y, **params)
+    return _read_windows(combined, indices, core.get_aval(updates), **params)
+  zero, one = lax.full_like(updates, 0), lax.full_like(updates, 1)
+  is_zero = lax.eq(updates, zero)
+  nonzero = lax.select(is_zero, one, updates)
+  zero_count = per_update(scatter_add_p, 0, lax.select(is_zero, one, zero))
+  only_zero = lax.select(lax.eq(zero_count, one), per_update(scatter_mul_p, 1, nonzero), zero)
+  return lax.select(is_zero, only_zero, lax.div(per_update(scatter_mul_p, 1, updates), nonzero))
+
+
+def _scatter_mul_transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                           ) -> list[Any]:
+  """scatter-mul is linear in the operand alone: its cotangent is scaled the same way."""
+  if ad.is_undefined_primal(updates):
+    raise NotImplementedError("scatter-mul is not linear in its updates.")
+  if type(ct) is ad.Zero:
+    return _zero_cotangents(operand, indices, updates)
+  return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+def _scatter_extremum_jvp(prim: core.Primitive) -> Callable[..., tuple[Any, Any]]:
+  """The tangent of the value that ends up in each element: the operand's or an update's.
+  Ties share it equally, as they do in `lax.max`."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple[Any, Any]:
+    operand, indices, updates = primals
+    out = prim.bind(*primals, **params)
+    dtype = core.get_aval(out).dtype
+    t_operand, t_updates = ad.instantiate_zeros(tangents[0]), ad.instantiate_zeros(tangents[2])
+    operand_won = lax.convert_element_type(lax.eq(operand, out), dtype)
+    updates_won = lax.convert_element_type(
+        lax.eq(updates, _read_windows(out, indices, core.get_aval(updates), **params)), dtype)
+    zeros = lax.full_like(out, 0)
+    winners = lax.add(operand_won, scatter_add_p.bind(zeros, indices, updates_won, **params))
+    total = lax.add(lax.mul(operand_won, t_operand),
+                    scatter_add_p.bind(zeros, indices, lax.mul(updates_won, t_updates),
+                                       **params))
+    return out, lax.div(total, winners)
+  return jvp
+
+
+def _scatter_batch_rule(prim: core.Primitive, vals: Sequence[Any], dims: Sequence[int | None],
+                        *, dimension_numbers: ScatterDimensionNumbers, **params: Any
+                        ) -> tuple[Any, int]:
+  """The operand is always batched (each example writes its own copy); the updates get
+  their batch dimension where the batched dimension numbers want it."""
+  (operand, indices, updates), (operand_bdim, indices_bdim, updates_bdim) = vals, dims
+  size = lax._batch_size(vals, dims)
+  if operand_bdim is batching.not_mapped:
+    operand, operand_bdim = _with_batch_dim(operand, operand_bdim, size, 0), 0
+  indices, indices_bdim = _index_vector_last(indices, indices_bdim)
+  dnums, updates_pos = _batched_dnums(dimension_numbers, operand_bdim, indices_bdim,
+                                      _unbatched_rank(indices, indices_bdim))
+  updates = _with_batch_dim(updates, updates_bdim, size, updates_pos)
+  return prim.bind(operand, indices, updates, dimension_numbers=dnums, **params), operand_bdim
+
+
+_scatter_unique_jvp = _linear_jvp(scatter_p, (0, 2))
+ad.primitive_jvps[scatter_p] = _scatter_jvp
+ad.primitive_jvps[scatter_add_p] = _linear_jvp(scatter_add_p, (0, 2))
+ad.primitive_jvps[scatter_sub_p] = _linear_jvp(scatter_sub_p, (0, 2))
+ad.defjvp(scatter_mul_p, lambda g, operand, indices, updates, **params: scatter_mul_p.bind(
+    g, indices, updates, **params), None, _scatter_mul_jvp_updates)
+ad.primitive_jvps[scatter_min_p] = _scatter_extremum_jvp(scatter_min_p)
+ad.primitive_jvps[scatter_max_p] = _scatter_extremum_jvp(scatter_max_p)
+for _p in (scatter_p, scatter_add_p, scatter_sub_p):
+  ad.primitive_transposes[_p] = _scatter_linear_transpose(_p)
+ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+           scatter_max_p):
+  batching.primitive_batchers[_p] = functools.partial(_scatter_batch_rule, _p)
