@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 import jaxon
+from jaxon._src import dtypes
 from jaxon.test_util import check_grads
 
 
@@ -80,7 +81,8 @@ def check_jit_transforms(f: Callable, args: Sequence[Any], tol: dict | None = No
   tol = tol or _default_tol(args)
   rng = np.random.RandomState(0)
   tangents = tuple(np.asarray(rng.standard_normal(np.shape(a)), np.asarray(a).dtype)
-                   for a in args)
+                   if np.issubdtype(np.asarray(a).dtype, np.inexact)
+                   else np.zeros(np.shape(a), dtypes.float0) for a in args)
 
   def f_jvp(primals: tuple, tangents: tuple) -> Any:
     return jaxon.jvp(f, primals, tangents)
