@@ -1,0 +1,394 @@
+"""jaxon.scipy.special: SciPy's special functions, written with lax and jaxon.numpy.
+
+Functions that XLA (or `jaxon._src.lax.special`) provides as primitives are thin wrappers
+that promote their arguments to a float dtype. The rest are compositions whose gradients
+stay finite where the function is finite: every `where` whose unused branch could produce
+inf or NaN feeds that branch a harmless input instead (otherwise the zero cotangent of the
+unused branch times an infinite derivative would poison the gradient with NaN).
+
+jaxon has no `custom_jvp` yet, so `xlogy` and `xlog1py` get their derivative at x = 0 from
+the way they are written (see `xlogy`), not from a rule.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxon._src import dtypes
+from jaxon._src.interpreters.ad import stop_gradient
+from jaxon._src.lax import lax
+from jaxon._src.lax import special as lax_special
+from jaxon._src.numpy import reductions, shape, ufuncs
+from jaxon._src.numpy.ufuncs import _promote_args_inexact
+
+_LOG_2PI = math.log(2 * math.pi)
+
+
+def _const(x: Any, value: Any) -> np.ndarray:
+  return np.array(value, dtypes.dtype(x, canonicalize=True))
+
+
+def _is_double(x: Any) -> bool:
+  return dtypes.dtype(x) == np.float64
+
+
+def _promote_and_broadcast(name: str, *args: Any) -> list[Any]:
+  """Float operands of one dtype and one shape (for compositions that `select`)."""
+  return shape.broadcast_arrays(*_promote_args_inexact(name, *args))
+
+
+def _unary(name: str, lax_fn: Any, doc: str) -> Any:
+  def fn(x: Any) -> Any:
+    (x,) = _promote_args_inexact(name, x)
+    return lax_fn(x)
+  fn.__name__ = fn.__qualname__ = name
+  fn.__doc__ = f"{doc}\n\nJAX implementation of `scipy.special.{name}`."
+  return fn
+
+
+# ----------------------------------------------------------------------------- primitives
+
+gammaln = _unary("gammaln", lax.lgamma, "Log of the absolute value of the gamma function.")
+erf = _unary("erf", lax.erf, "The error function.")
+erfc = _unary("erfc", lax.erfc, "The complementary error function 1 - erf(x).")
+erfinv = _unary("erfinv", lax.erf_inv, "The inverse of the error function on (-1, 1).")
+expit = _unary("expit", lax.logistic, "The logistic sigmoid 1 / (1 + exp(-x)).")
+i0e = _unary("i0e", lax_special.bessel_i0e,
+             "Exponentially scaled modified Bessel function of order 0, exp(-|x|) I0(x).")
+i1e = _unary("i1e", lax_special.bessel_i1e,
+             "Exponentially scaled modified Bessel function of order 1, exp(-|x|) I1(x).")
+
+
+def digamma(x: Any) -> Any:
+  """The digamma function, d/dx log Gamma(x); -inf at +0 and inf at -0 as in SciPy (XLA
+  gives NaN at both).
+
+  JAX implementation of `scipy.special.digamma`."""
+  (x,) = _promote_args_inexact("digamma", x)
+  at_zero = lax.eq(x, _const(x, 0))
+  safe_x = lax.select(at_zero, lax.full_like(x, 1), x)
+  return lax.select(at_zero, lax.div(_const(x, -1), x), lax.digamma(safe_x))
+
+
+def i0(x: Any) -> Any:
+  """Modified Bessel function of order 0, I0(x) = exp(|x|) i0e(x).
+
+  JAX implementation of `scipy.special.i0`."""
+  (x,) = _promote_args_inexact("i0", x)
+  return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i0e(x))
+
+
+def i1(x: Any) -> Any:
+  """Modified Bessel function of order 1, I1(x) = exp(|x|) i1e(x).
+
+  JAX implementation of `scipy.special.i1`."""
+  (x,) = _promote_args_inexact("i1", x)
+  return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i1e(x))
+
+
+def gammainc(a: Any, x: Any) -> Any:
+  """Regularized lower incomplete gamma function P(a, x).
+
+  Differentiable in `x` to any order and once in `a`; accurate for `a` up to about 1000.
+  JAX implementation of `scipy.special.gammainc`."""
+  a, x = _promote_args_inexact("gammainc", a, x)
+  return lax_special.igamma(a, x)
+
+
+def gammaincc(a: Any, x: Any) -> Any:
+  """Regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x).
+
+  JAX implementation of `scipy.special.gammaincc`."""
+  a, x = _promote_args_inexact("gammaincc", a, x)
+  return lax_special.igammac(a, x)
+
+
+def zeta(x: Any, q: Any = None) -> Any:
+  """Hurwitz zeta function sum_k (k + q)^(-x); the Riemann zeta function when `q` is None.
+
+  Differentiable in `q`. JAX implementation of `scipy.special.zeta`."""
+  if q is None:
+    q = 1.0
+  x, q = _promote_args_inexact("zeta", x, q)
+  return lax_special.zeta(x, q)
+
+
+def polygamma(n: Any, x: Any) -> Any:
+  """The n-th derivative of the digamma function (n a non-negative integer).
+
+  JAX implementation of `scipy.special.polygamma`."""
+  n, x = _promote_args_inexact("polygamma", n, x)
+  return lax.polygamma(n, x)
+
+
+# ----------------------------------------------------------------------------- gamma family
+
+def _gamma_sign(x: Any) -> Any:
+  """The sign of Gamma(x): 1 for x > 0, alternating between the poles below 0, NaN at the
+  negative poles (Gamma has no sign there) and the sign of the zero at 0 (Gamma(±0) = ±inf)."""
+  floor_x = lax.floor(x)
+  odd_interval = lax.eq(lax.rem(floor_x, _const(x, 2)), _const(x, -1))
+  negative = lax.select(odd_interval, lax.full_like(x, -1), lax.full_like(x, 1))
+  sign = lax.select(lax.gt(x, _const(x, 0)), lax.full_like(x, 1), negative)
+  sign = lax.select(lax.eq(x, _const(x, 0)), lax.sign(lax.div(_const(x, 1), x)), sign)
+  pole = lax.bitwise_and(lax.lt(x, _const(x, 0)), lax.eq(x, floor_x))
+  return lax.select(pole, lax.full_like(x, np.nan), sign)
+
+
+def gamma(x: Any) -> Any:
+  """The gamma function, sign(Gamma(x)) exp(gammaln(x)) (NaN at the poles -1, -2, …).
+
+  JAX implementation of `scipy.special.gamma`."""
+  (x,) = _promote_args_inexact("gamma", x)
+  return lax.mul(_gamma_sign(x), lax.exp(lax.lgamma(x)))
+
+
+def betaln(a: Any, b: Any) -> Any:
+  """Log of the absolute value of the beta function, gammaln(a) + gammaln(b) -
+  gammaln(a + b).
+
+  JAX implementation of `scipy.special.betaln`."""
+  a, b = _promote_args_inexact("betaln", a, b)
+  return lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
+
+
+def beta(a: Any, b: Any) -> Any:
+  """The beta function Gamma(a) Gamma(b) / Gamma(a + b).
+
+  JAX implementation of `scipy.special.beta`."""
+  a, b = _promote_args_inexact("beta", a, b)
+  sign = lax.mul(lax.mul(_gamma_sign(a), _gamma_sign(b)), _gamma_sign(lax.add(a, b)))
+  return lax.mul(sign, lax.exp(betaln(a, b)))
+
+
+def multigammaln(a: Any, d: int) -> Any:
+  """Log of the multivariate gamma function of dimension `d`:
+  d (d - 1) / 4 log(pi) + sum_{j < d} gammaln(a - j / 2).
+
+  JAX implementation of `scipy.special.multigammaln`."""
+  d = int(d)
+  if d < 1:
+    raise ValueError(f"multigammaln: d must be a positive integer, got {d}.")
+  (a,) = _promote_args_inexact("multigammaln", a)
+  total = lax.full_like(a, d * (d - 1) / 4 * math.log(math.pi))
+  for j in range(d):
+    total = lax.add(total, lax.lgamma(lax.sub(a, _const(a, j / 2))))
+  return total
+
+
+# ----------------------------------------------------------------------------- logs
+
+def _finite_positive(y: Any) -> Any:
+  return lax.bitwise_and(lax.gt(y, _const(y, 0)), lax.lt(y, _const(y, np.inf)))
+
+
+def xlogy(x: Any, y: Any) -> Any:
+  """x * log(y), taken as 0 where x == 0 (unless y is NaN).
+
+  The derivatives are JAX's where they are finite: d/dx = log(y), d/dy = x / y, so the
+  gradient at x = 0, y > 0 is finite. Written as x * log(y') with y' = 1 where x == 0 and
+  log(y) is not finite, so those points give 0 and a zero derivative rather than JAX's
+  infinite ones.
+
+  JAX implementation of `scipy.special.xlogy`."""
+  x, y = _promote_and_broadcast("xlogy", x, y)
+  replace = lax.bitwise_and(lax.eq(x, _const(x, 0)),
+                            lax.bitwise_and(lax.eq(y, y), lax.bitwise_not(_finite_positive(y))))
+  return lax.mul(x, lax.log(lax.select(replace, lax.full_like(y, 1), y)))
+
+
+def xlog1py(x: Any, y: Any) -> Any:
+  """x * log1p(y), taken as 0 where x == 0 (unless y is NaN); derivatives as `xlogy`'s.
+
+  JAX implementation of `scipy.special.xlog1py`."""
+  x, y = _promote_and_broadcast("xlog1py", x, y)
+  y_plus_1 = lax.add(y, _const(y, 1))
+  replace = lax.bitwise_and(lax.eq(x, _const(x, 0)), lax.bitwise_and(
+      lax.eq(y, y), lax.bitwise_not(_finite_positive(y_plus_1))))
+  return lax.mul(x, lax.log1p(lax.select(replace, lax.full_like(y, 0), y)))
+
+
+def entr(x: Any) -> Any:
+  """Elementwise entropy -x log(x): 0 at x = 0, -inf for x < 0.
+
+  JAX implementation of `scipy.special.entr`."""
+  (x,) = _promote_args_inexact("entr", x)
+  return lax.select(lax.lt(x, _const(x, 0)), lax.full_like(x, -np.inf), lax.neg(xlogy(x, x)))
+
+
+def rel_entr(x: Any, y: Any) -> Any:
+  """Elementwise relative entropy x log(x / y): 0 where x == 0 and y >= 0, inf where
+  x < 0 or y <= 0 otherwise.
+
+  JAX implementation of `scipy.special.rel_entr`."""
+  x, y = _promote_and_broadcast("rel_entr", x, y)
+  both_positive = lax.bitwise_and(lax.gt(x, _const(x, 0)), lax.gt(y, _const(y, 0)))
+  safe_x = lax.select(both_positive, x, lax.full_like(x, 1))
+  safe_y = lax.select(both_positive, y, lax.full_like(y, 1))
+  value = lax.mul(safe_x, lax.log(lax.div(safe_x, safe_y)))
+  zero = lax.bitwise_and(lax.eq(x, _const(x, 0)), lax.ge(y, _const(y, 0)))
+  edge = lax.select(zero, lax.full_like(x, 0), lax.full_like(x, np.inf))
+  return lax.select(both_positive, value, edge)
+
+
+def logit(x: Any) -> Any:
+  """The inverse of `expit`, log(x / (1 - x)).
+
+  JAX implementation of `scipy.special.logit`."""
+  (x,) = _promote_args_inexact("logit", x)
+  return lax.log(lax.div(x, lax.sub(_const(x, 1), x)))
+
+
+# ----------------------------------------------------------------------------- logsumexp
+
+def logsumexp(a: Any, axis: int | Sequence[int] | None = None, b: Any = None,
+              keepdims: bool = False, return_sign: bool = False, where: Any = None) -> Any:
+  """log(sum(b * exp(a))) over `axis`, computed without overflow.
+
+  Args:
+    a: the input.
+    axis: the axes to reduce (default: all).
+    b: optional weights, broadcasting against `a`; entries where b == 0 are skipped.
+    keepdims: keep the reduced axes with size 1.
+    return_sign: also return the sign of the sum (then the result is log|sum|).
+    where: optional mask of the entries that count.
+
+  Returns:
+    The log of the sum, or `(log|sum|, sign)` with `return_sign`. Without `return_sign`,
+    a negative sum gives NaN.
+
+  The maximum is subtracted before exponentiating and added back as a constant to
+  differentiation, so the gradient is the softmax of `a`. Where the maximum is not finite
+  (all entries -inf, or some +inf or NaN) the result is that maximum and the gradient is
+  zero, so such slices never spread NaN into the gradient of the others.
+
+  JAX implementation of `scipy.special.logsumexp`.
+  """
+  if b is not None:
+    a, b = _promote_args_inexact("logsumexp", a, b)
+    a = ufuncs.where(lax.ne(b, _const(b, 0)), a, _const(a, -np.inf))
+  else:
+    (a,) = _promote_args_inexact("logsumexp", a)
+  axes = reductions._canonical_axes("logsumexp", axis, np.ndim(a))
+  a_max = reductions.max(a, axes, keepdims=True, where=where, initial=-np.inf)
+  finite = ufuncs.isfinite(a_max)
+  shifted = ufuncs.where(finite, ufuncs.subtract(a, stop_gradient(a_max)), _const(a, 0))
+  exp_a = ufuncs.exp(shifted)
+  if b is not None:
+    exp_a = ufuncs.multiply(exp_a, b)
+  total = reductions.sum(exp_a, axes, keepdims=True, where=where)
+  sign = ufuncs.where(finite, ufuncs.sign(total), ufuncs.exp(a_max))
+  out = ufuncs.where(finite, ufuncs.add(ufuncs.log(ufuncs.abs(total)), stop_gradient(a_max)),
+                     a_max)
+  if not keepdims:
+    out, sign = shape.squeeze(out, axes), shape.squeeze(sign, axes)
+  if return_sign:
+    return out, sign
+  if b is not None:
+    out = ufuncs.where(lax.lt(sign, _const(sign, 0)), _const(out, np.nan), out)
+  return out
+
+
+def softmax(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+  """exp(x) / sum(exp(x)) over `axis` (default: all).
+
+  JAX implementation of `scipy.special.softmax`."""
+  return ufuncs.exp(log_softmax(x, axis))
+
+
+def log_softmax(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+  """x - logsumexp(x) over `axis` (default: all).
+
+  JAX implementation of `scipy.special.log_softmax`."""
+  (x,) = _promote_args_inexact("log_softmax", x)
+  return ufuncs.subtract(x, logsumexp(x, axis, keepdims=True))
+
+
+# ----------------------------------------------------------------------------- normal distribution
+
+def ndtr(x: Any) -> Any:
+  """The standard normal CDF, erfc(-x / sqrt(2)) / 2 (accurate in both tails).
+
+  JAX implementation of `scipy.special.ndtr`."""
+  (x,) = _promote_args_inexact("ndtr", x)
+  return _ndtr(x)
+
+
+def _ndtr(x: Any) -> Any:
+  return lax.mul(_const(x, 0.5), lax.erfc(lax.mul(x, _const(x, -math.sqrt(0.5)))))
+
+
+def log_ndtr(x: Any, series_order: int = 3) -> Any:
+  """The log of the standard normal CDF, accurate far into both tails.
+
+  Three regions: for x > 0, log1p(-ndtr(-x)) (ndtr(x) itself rounds to 1); down to -20
+  (-10 in single precision), log(ndtr(x)); below, the asymptotic series
+  log ndtr(x) = -x^2/2 - log(-x) - log(2 pi)/2 + log(1 + sum_{n=1}^{series_order}
+  (-1)^n (2n-1)!! / x^(2n)).
+
+  JAX implementation of `scipy.special.log_ndtr`."""
+  if not 0 <= int(series_order) <= 30:
+    raise ValueError(f"log_ndtr: series_order must be between 0 and 30, got {series_order}.")
+  (x,) = _promote_args_inexact("log_ndtr", x)
+  lower = -20.0 if _is_double(x) else -10.0
+  positive = lax.gt(x, _const(x, 0))
+  in_lower = lax.lt(x, _const(x, lower))
+  x_positive = lax.select(positive, x, lax.full_like(x, 1))
+  x_lower = lax.select(in_lower, x, lax.full_like(x, lower))
+  x_middle = lax.select(lax.bitwise_or(positive, in_lower), lax.full_like(x, -1), x)
+  positive_value = lax.log1p(lax.neg(_ndtr(lax.neg(x_positive))))
+  middle_value = lax.log(_ndtr(x_middle))
+  lower_value = _log_ndtr_asymptotic(x_lower, int(series_order))
+  return lax.select(positive, positive_value, lax.select(in_lower, lower_value, middle_value))
+
+
+def _log_ndtr_asymptotic(x: Any, order: int) -> Any:
+  x2 = lax.mul(x, x)
+  inv_x2 = lax.div(_const(x, 1), x2)
+  series, power, double_factorial = lax.full_like(x, 1), lax.full_like(x, 1), 1
+  for n in range(1, order + 1):
+    double_factorial *= 2 * n - 1
+    power = lax.mul(power, inv_x2)
+    series = lax.add(series, lax.mul(_const(x, (-1) ** n * double_factorial), power))
+  log_pdf_part = lax.sub(lax.mul(_const(x, -0.5), x2), lax.log(lax.neg(x)))
+  return lax.add(lax.sub(log_pdf_part, _const(x, 0.5 * _LOG_2PI)), lax.log(series))
+
+
+def ndtri(p: Any) -> Any:
+  """The inverse of `ndtr`: the x with ndtr(x) = p (-inf at 0, inf at 1, NaN outside).
+
+  In the middle, p in [e^-2, 1 - e^-2], it is sqrt(2) erfinv(2p - 1). In the tails, with
+  q = min(p, 1 - p), it starts from the asymptotic -sqrt(t - log t - log 2 pi), t = -2 log q,
+  and takes four Newton steps on log_ndtr(x) = log q, which converge to full precision; the
+  derivative of those steps is 1 / pdf(x), the derivative of ndtri, to the same precision.
+
+  JAX implementation of `scipy.special.ndtri`."""
+  (p,) = _promote_args_inexact("ndtri", p)
+  upper_half = lax.gt(p, _const(p, 0.5))
+  q = lax.select(upper_half, lax.sub(_const(p, 1), p), p)
+  in_tail = lax.bitwise_and(lax.lt(q, _const(p, math.exp(-2))), lax.gt(q, _const(p, 0)))
+  p_middle = lax.select(in_tail, lax.full_like(p, 0.5), p)
+  middle = lax.mul(_const(p, math.sqrt(2)),
+                   lax.erf_inv(lax.sub(lax.mul(_const(p, 2), p_middle), _const(p, 1))))
+  tail = _ndtri_tail(lax.select(in_tail, q, lax.full_like(p, 0.01)))
+  tail = lax.select(upper_half, lax.neg(tail), tail)
+  result = lax.select(in_tail, tail, middle)
+  edges = [(lax.eq(p, _const(p, 0)), -np.inf), (lax.eq(p, _const(p, 1)), np.inf),
+           (lax.bitwise_or(lax.lt(p, _const(p, 0)), lax.gt(p, _const(p, 1))), np.nan)]
+  for mask, value in edges:
+    result = lax.select(mask, lax.full_like(p, value), result)
+  return result
+
+
+def _ndtri_tail(q: Any) -> Any:
+  t = lax.mul(_const(q, -2), lax.log(q))
+  x = lax.neg(lax.sqrt(lax.sub(lax.sub(t, lax.log(t)), _const(q, _LOG_2PI))))
+  log_q = lax.log(q)
+  for _ in range(4):
+    log_cdf = log_ndtr(x)
+    log_pdf = lax.sub(lax.mul(_const(q, -0.5), lax.mul(x, x)), _const(q, 0.5 * _LOG_2PI))
+    x = lax.sub(x, lax.mul(lax.sub(log_cdf, log_q), lax.exp(lax.sub(log_cdf, log_pdf))))
+  return x

@@ -1,0 +1,2 @@
+"""jaxon.scipy.stats: SciPy's statistical distributions (re-exports only)."""
+from jaxon.scipy.stats import norm as norm
