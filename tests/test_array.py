@@ -100,7 +100,7 @@ def _vector(values, dtype) -> jaxon.Array:
 
 REPR_CASES = [
     ("f32", lambda: _vector([1., 2.], np.float32), "Array([1., 2.], dtype=float32)"),
-    ("f32_scalar", lambda: jnp.array(1.0), "Array(1., dtype=float32)"),
+    ("f32_scalar", lambda: jnp.float32(1.0), "Array(1., dtype=float32)"),
     ("weak_scalar", lambda: _identity(1.0), "Array(1., dtype=float32, weak_type=True)"),
     ("weak_int", lambda: _identity(2), "Array(2, dtype=int32, weak_type=True)"),
     ("i32", lambda: _vector([1, 2], np.int32), "Array([1, 2], dtype=int32)"),
@@ -224,6 +224,48 @@ def test_delete():
   for use in (np.asarray, repr, jnp.sin, jit(lambda y: y * 2.0)):
     with pytest.raises(RuntimeError, match=r"deleted with shape=float32\[2\]"):
       use(x)
+
+
+# ----------------------------------------------------------------------------- scalar constants
+# Eager ops reuse one device copy of each Python scalar operand; the cache must never confuse
+# two constants or hand out a deleted one.
+
+SCALAR_OPERAND_CASES = [
+    # (id, op, operand, expected dtype, expected weak type)
+    ("negative_zero", lambda x: x * -0.0, jnp.ones(3), np.float32, False),
+    ("positive_zero", lambda x: x * 0.0, jnp.ones(3), np.float32, False),
+    ("int_then_float", lambda x: (x + 1) * 1.0, jnp.arange(3), np.float32, True),
+    ("bool", lambda x: x & True, jnp.array([True, False]), np.bool_, False),
+    ("nan", lambda x: x + float("nan"), jnp.ones(2), np.float32, False),
+    ("keeps_bfloat16", lambda x: x * 3.0, jnp.ones(2, jnp.bfloat16), jnp.bfloat16, False),
+    ("int_scalar_to_weak_float", lambda x: x * 2.5, jnp.asarray(np.int32(2)), np.float32,
+     True),
+    ("complex", lambda x: x * 1j, jnp.ones(2), np.complex64, False),
+    ("reflected", lambda x: 2.0 - x, jnp.ones(2), np.float32, False),
+]
+
+
+@pytest.mark.parametrize("name,op,x,dtype,weak", SCALAR_OPERAND_CASES,
+                         ids=[c[0] for c in SCALAR_OPERAND_CASES])
+def test_python_scalar_operands(name: str, op: Callable, x: Any, dtype: Any, weak: bool):
+  """Eager results equal jit's and NumPy's, bit for bit (sign of zero, NaN included)."""
+  expected = op(np.asarray(x))
+  for run in (op, op, jit(op)):  # twice eagerly: the second time the constant is cached
+    got = run(x)
+    assert (got.dtype, got.weak_type) == (np.dtype(dtype), weak), name
+    np.testing.assert_array_equal(np.signbit(np.asarray(got).real),
+                                  np.signbit(np.asarray(expected).real), err_msg=name)
+    np.testing.assert_allclose(np.asarray(got, np.complex128), expected, err_msg=name)
+
+
+def test_deleted_scalar_constant_is_replaced():
+  from jaxon._src.xla.array import scalar_constant
+  c = scalar_constant(7.0, np.dtype(np.float32), True)
+  assert scalar_constant(7.0, np.dtype(np.float32), True) is c
+  c.delete()
+  fresh = scalar_constant(7.0, np.dtype(np.float32), True)
+  assert not fresh.is_deleted() and float(fresh) == 7.0 and fresh.weak_type
+  np.testing.assert_allclose(jnp.ones(2) * 7.0, [7.0, 7.0])
 
 
 # ----------------------------------------------------------------------------- staying on device

@@ -112,6 +112,7 @@ from jaxon._src.lax.lax import (
     nextafter_p as nextafter_p,
     not_p as not_p,
     or_p as or_p,
+    polygamma as polygamma,
     population_count as population_count,
     population_count_p as population_count_p,
     pow as pow,
@@ -263,4 +264,26 @@ from jaxon._src.lax.sorting import (
     sort as sort,
     sort_key_val as sort_key_val,
     top_k as top_k,
+)
+
+# --- fft (fft.py)
+from jaxon._src.lax.fft import FftType as FftType, fft as fft, fft_p as fft_p
+
+# --- linear algebra: the jaxon.lax.linalg submodule (linalg.py)
+from jaxon.lax import linalg as linalg
+
+# --- special functions: Bessel, incomplete gamma, zeta (special.py)
+from jaxon._src.lax.special import (
+    bessel_i0e as bessel_i0e,
+    bessel_i0e_p as bessel_i0e_p,
+    bessel_i1e as bessel_i1e,
+    bessel_i1e_p as bessel_i1e_p,
+    igamma as igamma,
+    igamma_grad_a as igamma_grad_a,
+    igamma_grad_a_p as igamma_grad_a_p,
+    igamma_p as igamma_p,
+    igammac as igammac,
+    igammac_p as igammac_p,
+    zeta as zeta,
+    zeta_p as zeta_p,
 )

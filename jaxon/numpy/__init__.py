@@ -3,7 +3,11 @@ from jaxon._src.numpy import array_methods as _array_methods  # noqa: F401  (ins
 from jaxon._src.numpy.lax_numpy import (
     array as array,
     asarray as asarray,
+    copy as copy,
+    empty as empty,
+    empty_like as empty_like,
     full as full,
+    full_like as full_like,
     ndim as ndim,
     ones as ones,
     ones_like as ones_like,
@@ -105,10 +109,43 @@ from jaxon._src.numpy.linear import (
     vdot as vdot,
 )
 from jaxon._src.numpy.sorting import (
+    argpartition as argpartition,
     argsort as argsort,
     lexsort as lexsort,
+    partition as partition,
     sort as sort,
     sort_complex as sort_complex,
+)
+
+# --- searching, set operations, take and friends (searching.py)
+from jaxon._src.numpy.searching import (
+    append as append,
+    argwhere as argwhere,
+    choose as choose,
+    compress as compress,
+    delete as delete,
+    extract as extract,
+    flatnonzero as flatnonzero,
+    insert as insert,
+    intersect1d as intersect1d,
+    isin as isin,
+    nonzero as nonzero,
+    put_along_axis as put_along_axis,
+    ravel_multi_index as ravel_multi_index,
+    resize as resize,
+    searchsorted as searchsorted,
+    setdiff1d as setdiff1d,
+    setxor1d as setxor1d,
+    take as take,
+    take_along_axis as take_along_axis,
+    trim_zeros as trim_zeros,
+    union1d as union1d,
+    unique as unique,
+    unique_all as unique_all,
+    unique_counts as unique_counts,
+    unique_inverse as unique_inverse,
+    unique_values as unique_values,
+    unravel_index as unravel_index,
 )
 
 # --- ufuncs (ufuncs.py)
@@ -217,22 +254,129 @@ from jaxon._src.numpy.ufuncs import (
     where as where,
 )
 from jaxon._src.dtypes import (
-    bfloat16 as bfloat16,
-    bool_ as bool_,
-    complex64 as complex64,
-    complex128 as complex128,
-    float16 as float16,
-    float32 as float32,
-    float64 as float64,
-    int8 as int8,
-    int16 as int16,
-    int32 as int32,
-    int64 as int64,
-    uint8 as uint8,
-    uint16 as uint16,
-    uint32 as uint32,
-    uint64 as uint64,
+    issubdtype as issubdtype,
     promote_types as promote_types,
     result_type as result_type,
 )
 from jaxon._src.xla.array import Array as ndarray  # noqa: F401
+
+# --- array creation, index helpers, trace (creation.py)
+from jaxon._src.numpy.creation import (
+    arange as arange,
+    diag as diag,
+    diag_indices as diag_indices,
+    diag_indices_from as diag_indices_from,
+    diagflat as diagflat,
+    diagonal as diagonal,
+    eye as eye,
+    fromfunction as fromfunction,
+    geomspace as geomspace,
+    identity as identity,
+    indices as indices,
+    linspace as linspace,
+    logspace as logspace,
+    mask_indices as mask_indices,
+    meshgrid as meshgrid,
+    trace as trace,
+    tri as tri,
+    tril as tril,
+    tril_indices as tril_indices,
+    tril_indices_from as tril_indices_from,
+    triu as triu,
+    triu_indices as triu_indices,
+    triu_indices_from as triu_indices_from,
+)
+
+# --- scalar types, dtype queries, constants (scalar_types.py)
+from jaxon._src.numpy.scalar_types import (
+    bfloat16 as bfloat16,
+    bool_ as bool,  # noqa: F401  (NumPy 2's name for bool_)
+    bool_ as bool_,
+    can_cast as can_cast,
+    cdouble as cdouble,
+    complex64 as complex64,
+    complex128 as complex128,
+    complex_ as complex_,
+    csingle as csingle,
+    double as double,
+    e as e,
+    euler_gamma as euler_gamma,
+    finfo as finfo,
+    float8_e4m3b11fnuz as float8_e4m3b11fnuz,
+    float8_e4m3fn as float8_e4m3fn,
+    float8_e5m2 as float8_e5m2,
+    float16 as float16,
+    float32 as float32,
+    float64 as float64,
+    float_ as float_,
+    iinfo as iinfo,
+    inf as inf,
+    int8 as int8,
+    int16 as int16,
+    int32 as int32,
+    int64 as int64,
+    int_ as int_,
+    isdtype as isdtype,
+    nan as nan,
+    newaxis as newaxis,
+    pi as pi,
+    single as single,
+    uint as uint,
+    uint8 as uint8,
+    uint16 as uint16,
+    uint32 as uint32,
+    uint64 as uint64,
+)
+from numpy import (
+    complexfloating as complexfloating,
+    dtype as dtype,
+    floating as floating,
+    generic as generic,
+    inexact as inexact,
+    integer as integer,
+    number as number,
+    signedinteger as signedinteger,
+    unsignedinteger as unsignedinteger,
+)
+
+# --- einsum (einsum.py)
+from jaxon._src.numpy.einsum import einsum as einsum, einsum_path as einsum_path
+
+# --- comparisons, differences, binning, convolutions, polynomials, float bits (misc.py)
+from jaxon._src.numpy.misc import (
+    allclose as allclose,
+    array_equal as array_equal,
+    array_equiv as array_equiv,
+    bincount as bincount,
+    convolve as convolve,
+    correlate as correlate,
+    cross as cross,
+    diff as diff,
+    digitize as digitize,
+    ediff1d as ediff1d,
+    frexp as frexp,
+    gcd as gcd,
+    gradient as gradient,
+    histogram as histogram,
+    histogram_bin_edges as histogram_bin_edges,
+    interp as interp,
+    isclose as isclose,
+    lcm as lcm,
+    ldexp as ldexp,
+    modf as modf,
+    piecewise as piecewise,
+    polyadd as polyadd,
+    polyder as polyder,
+    polyint as polyint,
+    polymul as polymul,
+    polysub as polysub,
+    polyval as polyval,
+    select as select,
+    vander as vander,
+)
+
+# --- fft submodule (fft.py)
+from jaxon.numpy import fft as fft  # noqa: E402
+
+# --- linalg submodule (linalg.py)
+from jaxon.numpy import linalg as linalg  # noqa: E402

@@ -506,7 +506,7 @@ ERRORS = [
      "copysign does not support complex-valued inputs"),
     ("signbit-complex", lambda: jnp.signbit(1j), ValueError,
      "signbit is not defined for complex64"),
-    ("where-one-arg", lambda: jnp.where(True), NotImplementedError, "one argument"),
+    ("where-one-arg-0d", lambda: jnp.where(True), ValueError, "0d arrays"),
     ("where-x-only", lambda: jnp.where(True, 1.0), ValueError,
      "Either both or neither of the x and y arguments"),
     ("where-shapes", lambda: jnp.where(np.ones(3, bool), np.ones(2), 0.0), ValueError,

@@ -16,6 +16,7 @@ does the same with the batch (the kernel gradient of a grouped convolution needs
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -23,10 +24,11 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
+from jaxon._src import core
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import mlir
+from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dot_general as dg
-from jaxon._src.lax import shape_ops, utils
+from jaxon._src.lax import lax, shape_ops, utils
 from jaxon._src.lax.reductions import padtype_to_pads
 
 
@@ -350,3 +352,178 @@ def _conv_lowering(ctx: mlir.LoweringRuleContext, lhs: ir.Value, rhs: ir.Value, 
 
 
 mlir.register_lowering(conv_general_dilated_p, _conv_lowering)
+
+
+# ----------------------------------------------------------------------------- derivatives
+#
+# The convolution is bilinear, so each operand's cotangent is itself a convolution. In one
+# spatial dimension, with the input dilated by Dl and padded by `lo`, the kernel (size K)
+# dilated by Dr and stride s, out[o] = sum_k in_padded[o*s + k*Dr] * w[k]. Hence
+#  - the input's cotangent convolves the stride-dilated cotangent with the reversed kernel,
+#    with stride Dl, kernel dilation Dr and low padding (dilated K) - 1 - lo;
+#  - the kernel's cotangent convolves the (dilated, padded) input with the cotangent as the
+#    kernel, dilated by s, with stride Dr.
+# The high paddings are whatever makes the result exactly the operand's size. Features and
+# batch swap roles: feature groups of one become batch groups of the other and vice versa.
+
+
+def _conv_jvp_rule(operand: int) -> Any:
+  def jvp(g: Any, lhs: Any, rhs: Any, **params: Any) -> Any:
+    return conv_general_dilated_p.bind(*((g, rhs) if operand == 0 else (lhs, g)), **params)
+  return jvp
+
+
+def _swap_first_two(spec: tuple[int, ...]) -> tuple[int, ...]:
+  return (spec[1], spec[0], *spec[2:])
+
+
+def _spatial_sizes(shape: tuple[int, ...], spec: tuple[int, ...],
+                   dilation: Sequence[int]) -> list[int]:
+  return [_dilate_dim(shape[d], r) for d, r in zip(spec[2:], dilation)]
+
+
+def _like(x: Any, ct: Any) -> Any:
+  """`x` in the dtype of `ct` (both operands of a convolution need one dtype)."""
+  dtype = core.get_aval(ct).dtype
+  return x if core.get_aval(x).dtype == dtype else lax._convert_element_type(x, dtype)
+
+
+def _conv_transpose(ct: Any, lhs: Any, rhs: Any, **params: Any) -> list[Any]:
+  linear = lhs if ad.is_undefined_primal(lhs) else rhs
+  aval = linear.aval
+  if type(ct) is ad.Zero:
+    ct_operand = ad.Zero(aval.to_tangent_aval())
+  elif core.get_aval(ct).size == 0 or aval.size == 0:
+    ct_operand = lax.full(aval.shape, 0, aval.dtype)
+  elif linear is lhs:
+    ct_operand = _lhs_cotangent(ct, aval, rhs, **params)
+  else:
+    ct_operand = _rhs_cotangent(ct, lhs, aval, **params)
+  if type(ct_operand) is not ad.Zero:
+    ct_operand = lax._convert_element_type(ct_operand, aval.dtype, aval.weak_type)
+  return [ct_operand, None] if linear is lhs else [None, ct_operand]
+
+
+def _lhs_cotangent(ct: Any, lhs_aval: ShapedArray, rhs: Any, *,
+                   window_strides: tuple[int, ...], padding: tuple[tuple[int, int], ...],
+                   lhs_dilation: tuple[int, ...], rhs_dilation: tuple[int, ...],
+                   dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
+                   batch_group_count: int, precision: dg.CanonicalPrecision,
+                   preferred_element_type: Any) -> Any:
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  groups = max(feature_group_count, batch_group_count)
+  if groups > 1:
+    # Group g's out-features become its in-features: (g, o) out x i in -> o out x (g, i) in.
+    rhs = _merge_dim(_split_dim(rhs, rhs_spec[0], groups), rhs_spec[0], rhs_spec[1])
+  in_sizes = _spatial_sizes(lhs_aval.shape, lhs_spec, lhs_dilation)
+  kernel_sizes = _spatial_sizes(np.shape(rhs), rhs_spec, rhs_dilation)
+  out_sizes = _spatial_sizes(np.shape(ct), out_spec, window_strides)
+  pads = []
+  for n, k, o, (lo, _) in zip(in_sizes, kernel_sizes, out_sizes, padding):
+    low = k - 1 - lo
+    pads.append((low, n + k - 1 - o - low))
+  out = conv_general_dilated_p.bind(
+      ct, _like(shape_ops.rev(rhs, rhs_spec[2:]), ct),
+      window_strides=lhs_dilation, padding=tuple(pads), lhs_dilation=window_strides,
+      rhs_dilation=rhs_dilation,
+      dimension_numbers=ConvDimensionNumbers(out_spec, _swap_first_two(rhs_spec), lhs_spec),
+      feature_group_count=groups, batch_group_count=1, precision=precision,
+      preferred_element_type=None)
+  if batch_group_count > 1:  # the (group, feature) result features: group into the batch
+    out = _merge_dim(_split_dim(out, lhs_spec[1], batch_group_count), lhs_spec[1],
+                     lhs_spec[0])
+  return out
+
+
+def _rhs_cotangent(ct: Any, lhs: Any, rhs_aval: ShapedArray, *,
+                   window_strides: tuple[int, ...], padding: tuple[tuple[int, int], ...],
+                   lhs_dilation: tuple[int, ...], rhs_dilation: tuple[int, ...],
+                   dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
+                   batch_group_count: int, precision: dg.CanonicalPrecision,
+                   preferred_element_type: Any) -> Any:
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  in_sizes = _spatial_sizes(np.shape(lhs), lhs_spec, lhs_dilation)
+  kernel_sizes = _spatial_sizes(rhs_aval.shape, rhs_spec, rhs_dilation)
+  out_sizes = _spatial_sizes(np.shape(ct), out_spec, window_strides)
+  pads = tuple((lo, o - n + k - 1 - lo)
+               for n, k, o, (lo, _) in zip(in_sizes, kernel_sizes, out_sizes, padding))
+  trans_dnums = ConvDimensionNumbers(_swap_first_two(lhs_spec), _swap_first_two(out_spec),
+                                     _swap_first_two(rhs_spec))
+  return conv_general_dilated_p.bind(
+      _like(lhs, ct), ct, window_strides=rhs_dilation, padding=pads,
+      lhs_dilation=lhs_dilation, rhs_dilation=window_strides, dimension_numbers=trans_dnums,
+      feature_group_count=batch_group_count, batch_group_count=feature_group_count,
+      precision=precision, preferred_element_type=None)
+
+
+# ----------------------------------------------------------------------------- batching
+
+
+def _conv_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                     dimension_numbers: ConvDimensionNumbers, feature_group_count: int,
+                     batch_group_count: int, **params: Any) -> tuple[Any, int]:
+  """The vmapped dimension folds into one the convolution already has: into the lhs batch
+  when only lhs is mapped, into the output features when only rhs is; when both are, each
+  example becomes its own feature (or batch) group. Existing groups stay outermost."""
+  (lhs, rhs), (lhs_bdim, rhs_bdim) = vals, dims
+  lhs_spec, rhs_spec, out_spec = dimension_numbers
+  size = np.shape(lhs)[lhs_bdim] if rhs_bdim is batching.not_mapped else np.shape(rhs)[rhs_bdim]
+
+  def conv(lhs: Any, rhs: Any, feature_groups: int = feature_group_count,
+           batch_groups: int = batch_group_count) -> Any:
+    return conv_general_dilated_p.bind(
+        lhs, rhs, dimension_numbers=dimension_numbers, feature_group_count=feature_groups,
+        batch_group_count=batch_groups, **params)
+
+  if rhs_bdim is batching.not_mapped:
+    lhs = _merge_dim(lhs, lhs_bdim, lhs_spec[0], groups=batch_group_count)
+    return _split_dim(conv(lhs, rhs), out_spec[0], size), out_spec[0]
+  if lhs_bdim is batching.not_mapped:
+    groups = max(feature_group_count, batch_group_count)
+    rhs = _merge_dim(rhs, rhs_bdim, rhs_spec[0], groups=groups)
+    return _split_dim(conv(lhs, rhs), out_spec[1], size, groups=groups), out_spec[1]
+  rhs = _merge_dim(rhs, rhs_bdim, rhs_spec[0])
+  if batch_group_count > 1:
+    out = conv(_merge_dim(lhs, lhs_bdim, lhs_spec[0]), rhs,
+               batch_groups=size * batch_group_count)
+  else:
+    out = conv(_merge_dim(lhs, lhs_bdim, lhs_spec[1]), rhs,
+               feature_groups=size * feature_group_count)
+  return _split_dim(out, out_spec[1], size), out_spec[1]
+
+
+def _merge_dim(x: Any, src: int, dst: int, groups: int = 1) -> Any:
+  """`x` with dimension `src` merged into dimension `dst` (numbered as if `src` were gone).
+  The merged index is (group, src index, dst index within the group), where `dst` is made
+  of `groups` equal groups: the groups stay outermost."""
+  shape = np.shape(x)
+  dst_at = dst + (dst >= src)  # where `dst` is in x
+  if groups > 1:
+    shape = shape[:dst_at] + (groups, shape[dst_at] // groups) + shape[dst_at + 1:]
+    x = shape_ops.reshape(x, shape)
+    src, dst_at = src + (src > dst_at), dst_at + 1
+  perm = [d for d in range(len(shape)) if d != src]
+  perm.insert(perm.index(dst_at), src)  # src just before dst (and after the groups)
+  first, n_merged = perm.index(src) - (groups > 1), 2 + (groups > 1)
+  sizes = [shape[d] for d in perm]
+  merged = sizes[:first] + [math.prod(sizes[first:first + n_merged])] + \
+      sizes[first + n_merged:]
+  return shape_ops.reshape(x, merged, None if perm == list(range(len(perm))) else perm)
+
+
+def _split_dim(x: Any, dim: int, size: int, groups: int = 1) -> Any:
+  """The inverse of `_merge_dim`: dimension `dim`, indexed (group, i, rest) with i < `size`,
+  becomes a dimension of `size` at `dim` followed by one indexed (group, rest)."""
+  shape = np.shape(x)
+  rest = shape[dim] // (groups * size)
+  if groups == 1:
+    return shape_ops.reshape(x, shape[:dim] + (size, rest) + shape[dim + 1:])
+  x = shape_ops.reshape(x, shape[:dim] + (groups, size, rest) + shape[dim + 1:])
+  perm = list(range(len(shape) + 2))
+  perm[dim], perm[dim + 1] = dim + 1, dim
+  return shape_ops.reshape(x, shape[:dim] + (size, groups * rest) + shape[dim + 1:], perm)
+
+
+ad.defjvp(conv_general_dilated_p, _conv_jvp_rule(0), _conv_jvp_rule(1))
+ad.primitive_transposes[conv_general_dilated_p] = _conv_transpose
+batching.primitive_batchers[conv_general_dilated_p] = _conv_batch_rule

@@ -22,8 +22,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxon._src import core, dtypes
 from jaxon._src.config import config
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import mlir
-from jaxon._src.lax import utils
+from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.lax import lax, shape_ops, utils
 
 
 class Precision(enum.Enum):
@@ -303,3 +303,84 @@ def _dot_general_pp_rule(eqn: core.JaxprEqn, context: core.PrintContext) -> Any:
 
 
 core.pp_eqn_rules[dot_general_p] = _dot_general_pp_rule
+
+
+# ----------------------------------------------------------------------------- derivatives
+
+def _free_dims(ndim: int, used: tuple[int, ...]) -> tuple[int, ...]:
+  return tuple(d for d in range(ndim) if d not in used)
+
+
+def _dot_general_transpose(ct: Any, lhs: Any, rhs: Any, *, dimension_numbers: tuple,
+                           precision: CanonicalPrecision, **params: Any) -> list[Any]:
+  """Bilinear: in a linear jaxpr exactly one operand is linear (an undefined primal)."""
+  if ad.is_undefined_primal(lhs):
+    return [_lhs_cotangent(ct, lhs.aval, rhs, dimension_numbers, precision, **params), None]
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  swapped_dims = ((rhs_contract, lhs_contract), (rhs_batch, lhs_batch))
+  swapped_precision = None if precision is None else precision[::-1]
+  return [None, _lhs_cotangent(ct, rhs.aval, lhs, swapped_dims, swapped_precision,
+                               swapped=True, **params)]
+
+
+def _lhs_cotangent(ct: Any, lhs_aval: ShapedArray, rhs: Any, dimension_numbers: tuple,
+                   precision: CanonicalPrecision, preferred_element_type: np.dtype | None,
+                   out_sharding: None, swapped: bool = False) -> Any:
+  """`ct` contracted with `rhs` over rhs's free dimensions, transposed to lhs's layout and
+  converted to lhs's dtype.
+
+  `swapped` marks the rhs cotangent, computed with the operands (and dimension numbers)
+  swapped: then the free dimensions of the operand we differentiate come second in `ct`."""
+  if type(ct) is ad.Zero:
+    return ad.Zero(lhs_aval.to_tangent_aval())
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  lhs_free = _free_dims(lhs_aval.ndim, lhs_contract + lhs_batch)
+  rhs_free = _free_dims(np.ndim(rhs), rhs_contract + rhs_batch)
+  n_batch = len(lhs_batch)
+  start = n_batch if swapped else n_batch + len(lhs_free)
+  dims = ((tuple(range(start, start + len(rhs_free))), rhs_free),
+          (tuple(range(n_batch)), rhs_batch))
+  product = dot_general(ct, rhs, dims, precision, preferred_element_type)
+  # The product's dimensions: batch, lhs's free ones, then rhs's contracting ones in rhs
+  # order, each standing for the lhs dimension it was paired with.
+  by_rhs_order = tuple(lhs_contract[i] for i in np.argsort(rhs_contract))
+  perm = tuple(int(i) for i in np.argsort(lhs_batch + lhs_free + by_rhs_order))
+  out = product if perm == tuple(range(len(perm))) else shape_ops.transpose(product, perm)
+  return lax._convert_element_type(out, lhs_aval.dtype, lhs_aval.weak_type)
+
+
+def _dot_general_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                            dimension_numbers: tuple, **params: Any) -> tuple[Any, int]:
+  """The batch dimension joins the dimension numbers, so nothing moves: mapped in both
+  operands it is a new (leading) batch dimension; mapped in one it is a free dimension of
+  that operand, which lands after the batch dimensions and the free ones before it."""
+  (lhs, rhs), (lhs_bdim, rhs_bdim) = vals, dims
+  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
+  lhs_contract, lhs_batch = (_shift_past(d, lhs_bdim) for d in (lhs_contract, lhs_batch))
+  rhs_contract, rhs_batch = (_shift_past(d, rhs_bdim) for d in (rhs_contract, rhs_batch))
+  if lhs_bdim is not batching.not_mapped and rhs_bdim is not batching.not_mapped:
+    lhs_batch, rhs_batch = (lhs_bdim, *lhs_batch), (rhs_bdim, *rhs_batch)
+    out_dim = 0
+  elif lhs_bdim is not batching.not_mapped:
+    lhs_free = _free_dims(np.ndim(lhs), lhs_contract + lhs_batch)
+    out_dim = len(lhs_batch) + lhs_free.index(lhs_bdim)
+  else:
+    lhs_free = _free_dims(np.ndim(lhs), lhs_contract + lhs_batch)
+    rhs_free = _free_dims(np.ndim(rhs), rhs_contract + rhs_batch)
+    out_dim = len(lhs_batch) + len(lhs_free) + rhs_free.index(rhs_bdim)
+  new_dims = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))
+  return dot_general_p.bind(lhs, rhs, dimension_numbers=new_dims, **params), out_dim
+
+
+def _shift_past(dims: tuple[int, ...], bdim: int | None) -> tuple[int, ...]:
+  """Dimension numbers of an operand that gained a batch dimension at `bdim`."""
+  if bdim is batching.not_mapped:
+    return dims
+  return tuple(d + (d >= bdim) for d in dims)
+
+
+ad.defjvp(dot_general_p,
+          lambda g, lhs, rhs, **params: dot_general_p.bind(g, rhs, **params),
+          lambda g, lhs, rhs, **params: dot_general_p.bind(lhs, g, **params))
+ad.primitive_transposes[dot_general_p] = _dot_general_transpose
+batching.primitive_batchers[dot_general_p] = _dot_general_batch_rule

@@ -25,7 +25,7 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import utils
-from jaxon._src.xla.array import Array, device_put_numpy
+from jaxon._src.xla.array import Array, device_put_numpy, scalar_constant
 
 # Dtype classes an operand may belong to (checked with dtypes.issubdtype).
 _float = (np.floating,)
@@ -78,9 +78,13 @@ def compare_hlo(x: ir.Value, y: ir.Value, direction: str, dtype: np.dtype) -> ir
 
 # ----------------------------------------------------------------------------- AD helpers
 
-def _const(x: Any, value: Any) -> np.ndarray:
-  """`value` as a constant of `x`'s dtype."""
-  return np.array(value, dtypes.dtype(x, canonicalize=True))
+def _const(x: Any, value: Any) -> Any:
+  """`value` as a constant of `x`'s dtype, weakly typed when `x` is (so derivative rules
+  keep the weak type of their operands, as `x * 2.0` does)."""
+  aval = core.get_aval(x)
+  if aval.weak_type:
+    return scalar_constant(value, aval.dtype, weak_type=True)
+  return np.array(value, aval.dtype)
 
 
 def _broadcast_like(v: Any, *operands: Any) -> Any:
@@ -474,7 +478,7 @@ ad.defjvp(erf_p, lambda g, x: mul(g, mul(_const(x, 2 / np.sqrt(np.pi)), exp(neg(
 ad.defjvp(erfc_p, lambda g, x: mul(g, mul(_const(x, -2 / np.sqrt(np.pi)), exp(neg(mul(x, x))))))
 ad.defjvp(erf_inv_p, lambda g, x: mul(g, mul(_const(x, np.sqrt(np.pi) / 2),
                                              exp(integer_pow(erf_inv(x), 2)))))
-# digamma's derivative (polygamma) is not a primitive here: its JVP is left undefined.
+ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(_const(x, 1), x)))
 
 
 # --- binary arithmetic
@@ -489,6 +493,7 @@ min_p = _elementwise("min", _any, None)
 atan2_p = _elementwise("atan2", _inexact, hlo.atan2)
 nextafter_p = _elementwise("nextafter", _float, chlo.next_after)
 complex_p = _elementwise("complex", _complex_elem, hlo.complex, result_dtype=_complex_dtype)
+polygamma_p = _elementwise("polygamma", _float, chlo.polygamma)
 
 
 def _pow_dtype(x: ShapedArray, y: ShapedArray) -> np.dtype:
@@ -585,6 +590,12 @@ def complex(x: Any, y: Any) -> Any:
   return complex_p.bind(x, y)
 
 
+def polygamma(m: Any, x: Any) -> Any:
+  r"""Elementwise polygamma function :math:`\psi^{(m)}(x)`, the m-th derivative of digamma;
+  `m` is a non-negative integer value of `x`'s float dtype."""
+  return polygamma_p.bind(m, x)
+
+
 def pow(x: Any, y: Any) -> Any:
   r"""Elementwise power :math:`x^y` of an inexact base; the exponent is an integer array or
   has the base's dtype. For a constant integer exponent `integer_pow` is exact and faster."""
@@ -607,6 +618,11 @@ def _minmax_jvp(op: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     ties = select(eq(other, out), full_like(out, 2), full_like(out, 1))
     return mul(g, div(picked, ties))
   return jvp
+
+
+def _polygamma_jvp_order(g: Any, m: Any, x: Any) -> Any:
+  raise ValueError("polygamma is not differentiable with respect to its order m (an "
+                   "integer); differentiate with respect to x only.")
 
 
 def _pow_jvp_base(g: Any, x: Any, y: Any) -> Any:
@@ -635,6 +651,10 @@ ad.defjvp(atan2_p, lambda g, x, y: mul(g, div(y, add(mul(x, x), mul(y, y)))),
           lambda g, x, y: mul(g, div(neg(x), add(mul(x, x), mul(y, y)))))
 ad.defjvp(pow_p, _pow_jvp_base,
           lambda g, x, y: mul(g, mul(log(_replace_zero(x)), pow(x, y))))
+# nextafter(x1, x2) is x1 moved by one ulp: derivative 1 in x1 and 0 in x2 (almost everywhere).
+ad.defjvp(nextafter_p, lambda g, x1, x2: _broadcast_like(g, x1, x2), None)
+ad.defjvp(polygamma_p, _polygamma_jvp_order,
+          lambda g, m, x: mul(g, polygamma(add(m, _const(m, 1)), x)))
 
 
 # --- integer_pow: x**y for a constant integer y, by repeated squaring

@@ -7,10 +7,18 @@ value: so the body must be associative and commutative and the init value its id
 reductions here are such a *monoid* (a combine op and its identity, `Monoid`). `lax.reduce`
 and `lax.reduce_window` with a computation that is not one of them trace it into a jaxpr and
 lower that jaxpr as the body (`reduce_p`, `reduce_window_p`).
+
+Derivatives: sums (over axes, running, windowed) are linear and transpose to broadcasts,
+reverse running sums and windowed sums of the padded cotangent. Max and min take the
+tangent at the extremum, averaged over ties. Products and the running reductions need no
+division: their tangents follow linear recurrences solved by recursive doubling with shifts
+(`_linear_recurrence`), so reverse mode only transposes pads, products and sums. Batching
+never moves data: the batch dimension is one more dimension that is not reduced.
 """
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -20,7 +28,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes, tree_util
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import mlir
+from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.lax import lax, utils
 
@@ -143,6 +151,22 @@ def _reduced_shape(name: str, shape: tuple[int, ...], axes: tuple[int, ...]
   return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def _shift_past(dims: Sequence[int], bdim: int) -> tuple[int, ...]:
+  """Operand dimensions renumbered for an operand with a batch dimension at `bdim`."""
+  return tuple(d + (d >= bdim) for d in dims)
+
+
+def _axis_reduction_batch_rule(prim: core.Primitive) -> Callable:
+  """The batch dimension is one more dimension the reduction keeps: only the axes move
+  past it, and it ends up after the kept dimensions that preceded it."""
+  def rule(vals: Sequence[Any], dims: Sequence[int | None], *, axes: tuple[int, ...],
+           **params: Any) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    out = prim.bind(x, axes=_shift_past(axes, bdim), **params)
+    return out, bdim - sum(a < bdim for a in axes)
+  return rule
+
+
 def _axis_reduction(name: str, accepted: Sequence[Any], monoid: Monoid) -> core.Primitive:
   def shape_rule(operand: ShapedArray, *, axes: tuple[int, ...]) -> tuple[int, ...]:
     utils.check_dtypes(name, accepted, operand)
@@ -156,6 +180,7 @@ def _axis_reduction(name: str, accepted: Sequence[Any], monoid: Monoid) -> core.
 
   prim = utils.standard_primitive(name, shape_rule, utils.input_dtype)
   mlir.register_lowering(prim, lowering)
+  batching.primitive_batchers[prim] = _axis_reduction_batch_rule(prim)
   return prim
 
 
@@ -204,6 +229,63 @@ def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
 def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
   """Logical (bool) or bitwise (integers) XOR over `axes`."""
   return reduce_xor_p.bind(operand, axes=_canonical_axes(operand, axes))
+
+
+def _kept_dims(ndim: int, axes: Sequence[int]) -> tuple[int, ...]:
+  """The operand dimensions a reduction over `axes` keeps, in order."""
+  return tuple(i for i in range(ndim) if i not in axes)
+
+
+def _reduce_sum_transpose(ct: Any, operand: ad.UndefinedPrimal, *, axes: tuple[int, ...]
+                          ) -> list[Any]:
+  """Every summed element receives the cotangent of its sum: broadcast it back."""
+  aval = operand.aval
+  if type(ct) is ad.Zero:
+    return [ad.Zero(aval.to_tangent_aval())]
+  return [lax.broadcast_in_dim(ct, aval.shape, _kept_dims(aval.ndim, axes))]
+
+
+def _reduce_prod_jvp(g: Any, x: Any, *, axes: tuple[int, ...]) -> Any:
+  """d prod(x) = sum_i g_i prod_{j != i} x_j. The products of all other elements are an
+  exclusive running product from each side, multiplied: no division, so elements that are
+  zero get their true coefficient (zero unless they are the only zero)."""
+  x, g = _reduced_axes_first(x, axes), _reduced_axes_first(g, axes)
+  before = _shift(cumprod(x, 0), 0, 1, 1)
+  after = _shift(cumprod(x, 0, reverse=True), 0, 1, 1, reverse=True)
+  return reduce_sum(lax.mul(g, lax.mul(before, after)), (0,))
+
+
+def _reduced_axes_first(x: Any, axes: tuple[int, ...]) -> Any:
+  """`x` with the reduced axes flattened into one leading axis, the kept ones after it."""
+  from jaxon._src.lax import shape_ops  # shape_ops builds on this module
+  shape = np.shape(x)
+  kept = _kept_dims(len(shape), axes)
+  x = shape_ops.transpose(x, axes + kept)
+  return shape_ops.reshape(x, (int(np.prod([shape[a] for a in axes])),
+                               *(shape[d] for d in kept)))
+
+
+def _reduce_chooser_jvp(prim: core.Primitive) -> Callable:
+  """The tangent of max (min) is the tangent at the extremum; where several elements tie
+  for it, the mean of their tangents (JAX's rule)."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], *, axes: tuple[int, ...]
+          ) -> tuple[Any, Any]:
+    (x,), (g,) = primals, tangents
+    out = prim.bind(x, axes=axes)
+    shape = np.shape(x)
+    at_extremum = lax.eq(x, lax.broadcast_in_dim(out, shape, _kept_dims(len(shape), axes)))
+    at_extremum = lax.convert_element_type(at_extremum, dtypes.dtype(g))
+    counts = reduce_sum(at_extremum, axes)
+    return out, lax.div(reduce_sum(lax.mul(g, at_extremum), axes), counts)
+  return jvp
+
+
+ad.deflinear(reduce_sum_p, _reduce_sum_transpose)
+ad.defjvp(reduce_prod_p, _reduce_prod_jvp)
+ad.primitive_jvps[reduce_max_p] = _reduce_chooser_jvp(reduce_max_p)
+ad.primitive_jvps[reduce_min_p] = _reduce_chooser_jvp(reduce_min_p)
+for _p in (reduce_and_p, reduce_or_p, reduce_xor_p):
+  ad.defjvp(_p, None)  # integer and bool outputs: the tangent is a float0 zero
 
 
 # ----------------------------------------------------------------------------- argmax, argmin
@@ -278,6 +360,8 @@ def _argminmax(name: str, direction: str) -> core.Primitive:
                                   lambda operand, *, axes, index_dtype: index_dtype,
                                   lambda operand, *, axes, index_dtype: False)
   mlir.register_lowering(prim, _argminmax_lowering(direction))
+  ad.defjvp(prim, None)  # integer outputs: the tangent is a float0 zero
+  batching.primitive_batchers[prim] = _axis_reduction_batch_rule(prim)
   return prim
 
 
@@ -352,6 +436,103 @@ def cummin(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
 def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
   """Running log(sum(exp(x))) along `axis`, computed without overflow."""
   return cumlogsumexp_p.bind(operand, **_cumulative_params(operand, axis, reverse))
+
+
+def _shift(x: Any, axis: int, distance: int, fill: Any, reverse: bool = False) -> Any:
+  """`x` moved `distance` places along `axis`, toward its end (its start if `reverse`),
+  with `fill` entering the vacated places: the previous elements of a scan."""
+  from jaxon._src.lax import shape_ops  # shape_ops builds on this module
+  config = [(0, 0, 0)] * np.ndim(x)
+  config[axis] = (-distance, distance, 0) if reverse else (distance, -distance, 0)
+  return shape_ops.pad(x, np.array(fill, dtypes.dtype(x)), config)
+
+
+def _linear_recurrence(a: Any, b: Any, axis: int, reverse: bool) -> Any:
+  """h with h_k = a_k h_{k-1} + b_k along `axis` (h_{-1} = 0; k runs backwards if
+  `reverse`), by recursive doubling: after the step with distance d, (a_k, b_k) describe
+  the last 2d steps ending at k, h_k = a_k h_{k-2d} + b_k. log2(n) steps of shifts,
+  products and sums, so the result is linear in `b` through primitives that transpose."""
+  size, distance = np.shape(b)[axis], 1
+  while distance < size:
+    b = lax.add(lax.mul(a, _shift(b, axis, distance, 0, reverse)), b)
+    if 2 * distance < size:
+      a = lax.mul(a, _shift(a, axis, distance, 1, reverse))
+    distance *= 2
+  return b
+
+
+def _cumprod_coefficients(x: Any, out: Any, axis: int, reverse: bool) -> tuple[Any, Any]:
+  """y_k = y_{k-1} x_k, so dy_k = x_k dy_{k-1} + y_{k-1} dx_k: no division by x."""
+  return x, _shift(out, axis, 1, 1, reverse)
+
+
+def _cumlogsumexp_coefficients(x: Any, out: Any, axis: int, reverse: bool
+                               ) -> tuple[Any, Any]:
+  """y_k = log(exp(y_{k-1}) + exp(x_k)), so dy_k = exp(y_{k-1} - y_k) dy_{k-1} +
+  exp(x_k - y_k) dx_k; both weights are at most 1 (y_k bounds y_{k-1} and x_k). While
+  every element so far is -inf, so is y_k: the weights are then 0, not exp(-inf + inf)."""
+  before = _shift(out, axis, 1, -np.inf, reverse)
+  out = lax.select(lax.is_finite(out), out, lax.full_like(out, 0))
+  return lax.exp(lax.sub(before, out)), lax.exp(lax.sub(x, out))
+
+
+def _cumchooser_coefficients(better: Callable, not_worse: Callable, identity: Callable
+                             ) -> Callable:
+  """The running max (min) takes the tangent of its extremum, the mean over the elements
+  so far that tie for it (as `reduce_max`). With c_k the number of such elements:
+  a new extremum restarts, dy_k = dx_k (c_k = 1); a tie averages in, dy_k =
+  (c_{k-1} dy_{k-1} + dx_k) / c_k; a worse element keeps dy_{k-1}. The counts follow the
+  same kind of recurrence, c_k = (1 - new_k) c_{k-1} + not_worse_k."""
+  def coefficients(x: Any, out: Any, axis: int, reverse: bool) -> tuple[Any, Any]:
+    dtype = dtypes.dtype(x)
+    before = _shift(out, axis, 1, identity(dtype), reverse)
+    new = lax.convert_element_type(better(x, before), dtype)
+    joins = lax.convert_element_type(not_worse(x, before), dtype)
+    keeps = lax.sub(np.array(1, dtype), new)
+    count = _linear_recurrence(keeps, joins, axis, reverse)
+    count_before = _shift(count, axis, 1, 0, reverse)
+    return lax.div(lax.mul(keeps, count_before), count), lax.div(joins, count)
+  return coefficients
+
+
+def _cumulative_jvp(prim: core.Primitive, coefficients: Callable) -> Callable:
+  """Tangents of a scan y_k = combine(y_{k-1}, x_k) obey a linear recurrence
+  dy_k = a_k dy_{k-1} + b_k dx_k whose coefficients come from the primals."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], *, axis: int, reverse: bool
+          ) -> tuple[Any, Any]:
+    (x,), (g,) = primals, tangents
+    out = prim.bind(x, axis=axis, reverse=reverse)
+    a, b = coefficients(x, out, axis, reverse)
+    return out, _linear_recurrence(a, lax.mul(b, g), axis, reverse)
+  return jvp
+
+
+def _cumulative_batch_rule(prim: core.Primitive) -> Callable:
+  def rule(vals: Sequence[Any], dims: Sequence[int | None], *, axis: int, reverse: bool
+           ) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return prim.bind(x, axis=axis + (axis >= bdim), reverse=reverse), bdim
+  return rule
+
+
+def _cumsum_transpose(ct: Any, operand: ad.UndefinedPrimal, *, axis: int, reverse: bool
+                      ) -> list[Any]:
+  """Element i feeds every running sum from i on: its cotangent is their suffix sum."""
+  if type(ct) is ad.Zero:
+    return [ad.Zero(operand.aval.to_tangent_aval())]
+  return [cumsum(ct, axis, not reverse)]
+
+
+ad.deflinear(cumsum_p, _cumsum_transpose)
+ad.primitive_jvps[cumprod_p] = _cumulative_jvp(cumprod_p, _cumprod_coefficients)
+ad.primitive_jvps[cumlogsumexp_p] = _cumulative_jvp(cumlogsumexp_p,
+                                                    _cumlogsumexp_coefficients)
+ad.primitive_jvps[cummax_p] = _cumulative_jvp(
+    cummax_p, _cumchooser_coefficients(lax.gt, lax.ge, MAX.identity))
+ad.primitive_jvps[cummin_p] = _cumulative_jvp(
+    cummin_p, _cumchooser_coefficients(lax.lt, lax.le, MIN.identity))
+for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
+  batching.primitive_batchers[_p] = _cumulative_batch_rule(_p)
 
 
 # ----------------------------------------------------------------------------- windows
@@ -477,6 +658,111 @@ _WINDOW_PRIMITIVES = {ADD: reduce_window_sum_p, MAX: reduce_window_max_p,
                       MIN: reduce_window_min_p}
 
 
+def _reduce_window_sum_transpose(ct: Any, operand: ad.UndefinedPrimal, *,
+                                 window_dimensions: tuple[int, ...],
+                                 window_strides: tuple[int, ...],
+                                 padding: tuple[tuple[int, int], ...],
+                                 base_dilation: tuple[int, ...],
+                                 window_dilation: tuple[int, ...]) -> list[Any]:
+  """Per dimension, element i of the operand sits at i*bd + lo of the padded, dilated
+  operand, and window o's tap w at o*s + w*wd. So with ct dilated by the stride (ctd[o*s]
+  = ct[o]), ct_x[i] = sum_w ctd[i*bd + lo - w*wd]: flipping the window (w -> W-1-w) makes
+  that a windowed sum, with stride bd and the same window dilation, over ctd padded by
+  (W-1)*wd - lo in front and to length (n-1)*bd + (W-1)*wd + 1."""
+  from jaxon._src.lax import shape_ops  # shape_ops builds on this module
+  aval = operand.aval
+  if type(ct) is ad.Zero:
+    return [ad.Zero(aval.to_tangent_aval())]
+  config = []
+  for n, m, w, s, (lo, _), bd, wd in zip(aval.shape, np.shape(ct), window_dimensions,
+                                         window_strides, padding, base_dilation,
+                                         window_dilation):
+    reach = _dilate(w, wd) - 1
+    low = reach - lo
+    config.append((low, _dilate(n, bd) + reach - low - _dilate(m, s), s - 1))
+  padded = shape_ops.pad(ct, np.zeros((), dtypes.dtype(ct)), config)
+  ones = (1,) * aval.ndim
+  return [reduce_window_sum_p.bind(
+      padded, window_dimensions=window_dimensions, window_strides=base_dilation,
+      padding=((0, 0),) * aval.ndim, base_dilation=ones, window_dilation=window_dilation)]
+
+
+def _window_taps(x: Any, fill: Any, *, window_dimensions: tuple[int, ...],
+                 window_strides: tuple[int, ...], padding: tuple[tuple[int, int], ...],
+                 base_dilation: tuple[int, ...], window_dilation: tuple[int, ...]
+                 ) -> list[Any]:
+  """For each tap of the window, the element under it in every window (arrays of the
+  output's shape): strided slices of the operand padded and dilated with `fill`."""
+  from jaxon._src.lax import shape_ops, slicing  # both build on this module
+  padded = shape_ops.pad(x, np.array(fill, dtypes.dtype(x)),
+                         [(lo, hi, bd - 1) for (lo, hi), bd in zip(padding, base_dilation)])
+  out_shape = _reduce_window_shape(
+      "reduce_window", np.shape(x), window_dimensions=window_dimensions,
+      window_strides=window_strides, padding=padding, base_dilation=base_dilation,
+      window_dilation=window_dilation)
+  taps = []
+  for tap in itertools.product(*map(range, window_dimensions)):
+    start = [t * wd for t, wd in zip(tap, window_dilation)]
+    limit = [b + (m - 1) * s + 1 for b, m, s in zip(start, out_shape, window_strides)]
+    taps.append(slicing.slice(padded, start, limit, window_strides))
+  return taps
+
+
+def _reduce_window_chooser_jvp(prim: core.Primitive, identity: Callable) -> Callable:
+  """The tangent of a window's max (min) is the tangent at its extremum, the mean over
+  taps that tie, as `reduce_max`. JAX pairs values with tangents in one
+  `select_and_gather_add`; here each tap's values and tangents are strided slices of the
+  padded operand and tangent, which handles strides, padding and both dilations (padding
+  and holes hold the identity, with a zero tangent) at the cost of one slice per tap."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], **window: Any
+          ) -> tuple[Any, Any]:
+    (x,), (g,) = primals, tangents
+    out = prim.bind(x, **window)
+    dtype = dtypes.dtype(g)
+    if np.size(out) == 0:
+      return out, lax.full(np.shape(out), 0, dtype)
+    counts = tangent = None
+    for x_tap, g_tap in zip(_window_taps(x, identity(dtype), **window),
+                            _window_taps(g, 0, **window)):
+      at_extremum = lax.convert_element_type(lax.eq(x_tap, out), dtype)
+      counts = _sum_or_first(counts, at_extremum)
+      tangent = _sum_or_first(tangent, lax.mul(g_tap, at_extremum))
+    return out, lax.div(tangent, counts)
+  return jvp
+
+
+def _sum_or_first(total: Any, x: Any) -> Any:
+  return x if total is None else lax.add(total, x)
+
+
+def _window_batch_rule(prim: core.Primitive) -> Callable:
+  """The batch dimension gets a window of one, taken at every position."""
+  def rule(vals: Sequence[Any], dims: Sequence[int | None], **window: Any
+           ) -> tuple[Any, int]:
+    (x,), (bdim,) = vals, dims
+    return prim.bind(x, **_window_with_batch_dim(window, bdim)), bdim
+  return rule
+
+
+def _window_with_batch_dim(window: dict[str, Any], bdim: int) -> dict[str, Any]:
+  def insert(values: tuple, value: Any) -> tuple:
+    return values[:bdim] + (value,) + values[bdim:]
+  return dict(window_dimensions=insert(window["window_dimensions"], 1),
+              window_strides=insert(window["window_strides"], 1),
+              padding=insert(window["padding"], (0, 0)),
+              base_dilation=insert(window["base_dilation"], 1),
+              window_dilation=insert(window["window_dilation"], 1))
+
+
+ad.deflinear(reduce_window_sum_p, _reduce_window_sum_transpose)
+ad.primitive_jvps[reduce_window_max_p] = _reduce_window_chooser_jvp(reduce_window_max_p,
+                                                                    MAX.identity)
+ad.primitive_jvps[reduce_window_min_p] = _reduce_window_chooser_jvp(reduce_window_min_p,
+                                                                    MIN.identity)
+for _p in _WINDOW_PRIMITIVES.values():
+  batching.primitive_batchers[_p] = _window_batch_rule(_p)
+
+
 # ----------------------------------------------------------------------------- any computation
 
 def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
@@ -598,8 +884,85 @@ def _reduce_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, jaxpr: core
   return _with_body(op, [a.dtype for a in ctx.avals_in[:n]], body)
 
 
+def _reduce_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, jaxpr: core.ClosedJaxpr,
+                dimensions: tuple[int, ...]) -> tuple[list[Any], list[Any]]:
+  """Differentiates the reduction written as a balanced tree of elementwise applications
+  of the computation, which needs only the computation's own derivative (and is linear
+  in the tangents through slices, pads and that derivative). The init values are the
+  computation's identity, so they carry no tangent."""
+  n = len(primals) // 2
+  if any(type(t) is not ad.Zero for t in tangents[n:]):
+    raise NotImplementedError("Differentiation of lax.reduce with respect to its init "
+                              "values is not implemented (they must be constants)")
+  inits = primals[n:]
+  return ad.jvp_flat(lambda *xs: _reduce_tree(jaxpr, xs, inits, dimensions), primals[:n],
+                     tangents[:n])
+
+
+def _reduce_tree(jaxpr: core.ClosedJaxpr, operands: Sequence[Any], inits: Sequence[Any],
+                 dimensions: tuple[int, ...]) -> list[Any]:
+  """The reduction as halves combined elementwise until one element is left (an odd half
+  is completed with the init value)."""
+  from jaxon._src.lax import shape_ops, slicing  # both build on this module
+  xs = [_reduced_axes_first(x, dimensions) for x in operands]
+  while (size := np.shape(xs[0])[0]) > 1:
+    half = (size + 1) // 2
+    odd_config = [(0, size % 2, 0)] + [(0, 0, 0)] * (np.ndim(xs[0]) - 1)
+    firsts = [slicing.slice_in_dim(x, 0, half) for x in xs]
+    seconds = [shape_ops.pad(slicing.slice_in_dim(x, half, size), init, odd_config)
+               for x, init in zip(xs, inits)]
+    xs = _apply_elementwise(jaxpr, [*firsts, *seconds])
+  if size == 0:
+    kept_shape = np.shape(xs[0])[1:]
+    return [lax.broadcast_in_dim(init, kept_shape, ()) for init in inits]
+  return [shape_ops.squeeze(x, (0,)) for x in xs]
+
+
+def _apply_elementwise(jaxpr: core.ClosedJaxpr, args: Sequence[Any]) -> list[Any]:
+  """The scalar computation applied to each element of equally shaped arrays (batched
+  over their flattened elements)."""
+  from jaxon._src.lax import shape_ops  # shape_ops builds on this module
+  shape = np.shape(args[0])
+  size = int(np.prod(shape))
+  flat = [shape_ops.reshape(a, (size,)) for a in args]
+  outs, dims = batching.batch_flat(
+      lambda *xs: core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs), flat, [0] * len(flat),
+      size, None)
+  return [shape_ops.reshape(batching.bdim_at_front(o, d, size), shape)
+          for o, d in zip(outs, dims)]
+
+
+def _mapped_operands(name: str, vals: Sequence[Any], dims: Sequence[int | None]
+                     ) -> tuple[list[Any], int]:
+  """The operands of a general reduction, all mapped along one dimension: where they
+  already share it, else in front. The init values must be unmapped: they are the
+  computation's identity, the same for every example."""
+  n = len(vals) // 2
+  if any(d is not batching.not_mapped for d in dims[n:]):
+    raise NotImplementedError(f"vmap of lax.{name} over its init values is not supported: "
+                              "they must be the same for every example")
+  operand_dims = dims[:n]
+  mapped = {d for d in operand_dims if d is not batching.not_mapped}
+  if len(mapped) == 1 and batching.not_mapped not in operand_dims:
+    return list(vals[:n]), mapped.pop()
+  size = next(np.shape(v)[d] for v, d in zip(vals, operand_dims)
+              if d is not batching.not_mapped)
+  return [batching.bdim_at_front(v, d, size) for v, d in zip(vals[:n], operand_dims)], 0
+
+
+def _reduce_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                       jaxpr: core.ClosedJaxpr, dimensions: tuple[int, ...]
+                       ) -> tuple[list[Any], list[int]]:
+  operands, bdim = _mapped_operands("reduce", vals, dims)
+  outs = reduce_p.bind(*operands, *vals[len(operands):], jaxpr=jaxpr,
+                       dimensions=_shift_past(dimensions, bdim))
+  return outs, [bdim - sum(d < bdim for d in dimensions)] * len(outs)
+
+
 reduce_p = utils.standard_multi_result_primitive("reduce", _reduce_abstract_eval)
 mlir.register_lowering(reduce_p, _reduce_lowering)
+ad.primitive_jvps[reduce_p] = _reduce_jvp
+batching.primitive_batchers[reduce_p] = _reduce_batch_rule
 
 
 def _reduce_window_abstract_eval(*avals: ShapedArray, jaxpr: core.ClosedJaxpr,
@@ -617,6 +980,26 @@ def _reduce_window_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value,
   return _with_body(op, [a.dtype for a in ctx.avals_in[:n]], body)
 
 
+def _reduce_window_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
+                       ) -> tuple[list[Any], list[Any]]:
+  raise NotImplementedError(
+      "Differentiation rule for 'reduce_window' with a general computation is not "
+      "implemented; lax.reduce_window differentiates with lax.add, lax.max or lax.min and "
+      "their identity as init value (reduce_window_sum, reduce_window_max, "
+      "reduce_window_min)")
+
+
+def _reduce_window_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                              jaxpr: core.ClosedJaxpr, **window: Any
+                              ) -> tuple[list[Any], list[int]]:
+  operands, bdim = _mapped_operands("reduce_window", vals, dims)
+  outs = reduce_window_p.bind(*operands, *vals[len(operands):], jaxpr=jaxpr,
+                              **_window_with_batch_dim(window, bdim))
+  return outs, [bdim] * len(outs)
+
+
 reduce_window_p = utils.standard_multi_result_primitive("reduce_window",
                                                         _reduce_window_abstract_eval)
 mlir.register_lowering(reduce_window_p, _reduce_window_lowering)
+ad.primitive_jvps[reduce_window_p] = _reduce_window_jvp
+batching.primitive_batchers[reduce_window_p] = _reduce_window_batch_rule

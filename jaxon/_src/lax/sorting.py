@@ -17,8 +17,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import mlir
-from jaxon._src.lax import lax, utils
+from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.lax import lax, shape_ops, slicing, utils
 
 # ----------------------------------------------------------------------------- user functions
 
@@ -157,6 +157,53 @@ def _sort_lowering(ctx: mlir.LoweringRuleContext, *operands: ir.Value, dimension
 mlir.register_lowering(sort_p, _sort_lowering)
 
 
+def _sort_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, dimension: int,
+              is_stable: bool, num_keys: int) -> tuple[list[Any], list[Any]]:
+  """Tangents move with their primals: the sort also permutes an iota, and each tangent is
+  gathered by that permutation."""
+  iota = lax.broadcasted_iota(np.int32, np.shape(primals[0]), dimension)
+  *sorted_primals, permutation = sort_p.bind(*primals, iota, dimension=dimension,
+                                             is_stable=is_stable, num_keys=num_keys)
+  return sorted_primals, [t if type(t) is ad.Zero else _take_along(t, permutation, dimension)
+                          for t in tangents]
+
+
+def _take_along(x: Any, indices: Any, axis: int) -> Any:
+  """`x[..., indices[..., j, ...], ...]` along `axis`: a gather in which every other
+  dimension pairs the operand with the indices (both have the same sizes there)."""
+  ndim = np.ndim(x)
+  others = tuple(d for d in range(ndim) if d != axis)
+  dnums = slicing.GatherDimensionNumbers(
+      offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+      operand_batching_dims=others, start_indices_batching_dims=others)
+  return slicing.gather(x, shape_ops.expand_dims(indices, (ndim,)), dnums, (1,) * ndim,
+                        unique_indices=True, mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS)
+
+
+def _sort_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *, dimension: int,
+                     is_stable: bool, num_keys: int) -> tuple[list[Any], list[int]]:
+  """Operands must share one shape: mapped ones get the first mapped operand's batch
+  dimension, unmapped ones are broadcast along it; the sort dimension shifts past it."""
+  bdim, size = next((d, np.shape(v)[d]) for v, d in zip(vals, dims)
+                    if d is not batching.not_mapped)
+  operands = []
+  for v, d in zip(vals, dims):
+    if d is batching.not_mapped:
+      shape = list(np.shape(v))
+      shape.insert(bdim, size)
+      v = lax.broadcast_in_dim(v, shape, [i for i in range(len(shape)) if i != bdim])
+    else:
+      v = batching.moveaxis(v, d, bdim)
+    operands.append(v)
+  out = sort_p.bind(*operands, dimension=dimension + (bdim <= dimension),
+                    is_stable=is_stable, num_keys=num_keys)
+  return out, [bdim] * len(out)
+
+
+ad.primitive_jvps[sort_p] = _sort_jvp
+batching.primitive_batchers[sort_p] = _sort_batch_rule
+
+
 # ----------------------------------------------------------------------------- top_k
 
 def _top_k_abstract_eval(operand: ShapedArray, *, k: int, axis: int) -> list[ShapedArray]:
@@ -185,3 +232,26 @@ def _top_k_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *, k: int,
 
 
 mlir.register_lowering(top_k_p, _top_k_lowering)
+
+
+def _top_k_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, k: int, axis: int
+               ) -> tuple[list[Any], list[Any]]:
+  """The values' tangent is the operand's tangent at the returned indices; the indices are
+  integers (a float0 zero tangent)."""
+  (operand,), (tangent,) = primals, tangents
+  values, indices = top_k_p.bind(operand, k=k, axis=axis)
+  index_tangent = ad.Zero(core.get_aval(indices).to_tangent_aval())
+  if type(tangent) is ad.Zero:
+    return [values, indices], [ad.Zero(core.get_aval(values).to_tangent_aval()), index_tangent]
+  return [values, indices], [_take_along(tangent, indices, axis), index_tangent]
+
+
+def _top_k_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *, k: int, axis: int
+                      ) -> tuple[list[Any], list[int]]:
+  """`top_k` takes any axis, so the batch dimension stays where it is."""
+  (operand,), (bdim,) = vals, dims
+  return top_k_p.bind(operand, k=k, axis=axis + (bdim <= axis)), [bdim, bdim]
+
+
+ad.primitive_jvps[top_k_p] = _top_k_jvp
+batching.primitive_batchers[top_k_p] = _top_k_batch_rule

@@ -1,4 +1,12 @@
-"""Array creation and manipulation in jaxon.numpy."""
+"""The basic array constructors of jaxon.numpy: `array`, `asarray`, `full`, `zeros`, `ones`,
+their `*_like` twins, `empty`, `copy`, and the shape queries `shape`, `ndim`, `size`.
+
+Other jnp modules (indexing, creation) build on these, so this module imports only lax.
+Weak types follow JAX: `array(1.0)` and `full(3, 1.0)` are weakly typed like the Python
+scalar they come from (they adopt the dtype of the arrays they meet); an explicit `dtype`
+makes the result strong. jaxon arrays are immutable, so `copy` arguments only decide
+whether the input object itself may be returned.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +17,8 @@ from jaxon._src import core, dtypes, tree_util
 from jaxon._src.lax import lax, shape_ops
 from jaxon._src.xla.array import Array, device_put_numpy
 
+_OBJECT_DTYPE = np.dtype(object)
+
 
 def _is_traced_or_array(x: Any) -> bool:
   return isinstance(x, (core.Tracer, Array))
@@ -16,29 +26,35 @@ def _is_traced_or_array(x: Any) -> bool:
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,
           ndmin: int = 0) -> Any:
-  """Creates an array (strongly typed) from an array, a NumPy value, a scalar, or nested
-  lists/tuples of those (which may contain traced values)."""
+  """Creates an array from an array, a NumPy value, a scalar, or nested lists/tuples of
+  those (which may contain traced values).
+
+  Args:
+    object: the value to convert.
+    dtype: the result's dtype (canonicalized: float64 becomes float32 without x64); by
+      default the value's own, with Python scalars weakly typed.
+    copy, order: accepted for NumPy compatibility (arrays are immutable).
+    ndmin: the minimum rank; size-1 dimensions are prepended to reach it.
+
+  Example: `jnp.array([[1, 2], [3, 4]], jnp.float32)` is a 2x2 float32 array.
+  """
+  weak_type = dtype is None and dtypes.is_weakly_typed(object)
   if dtype is not None:
     dtype = dtypes.canonicalize_dtype(dtype)
   if _is_traced_or_array(object):
-    out = lax._convert_element_type(object, dtype, weak_type=False)
+    out = lax._convert_element_type(object, dtype, weak_type)
+  elif any(_is_traced_or_array(x) for x in tree_util.tree_leaves(object)):
+    out = _stack_nested(object, dtype)
   else:
-    leaves = tree_util.tree_leaves(object)
-    if any(_is_traced_or_array(x) for x in leaves):
-      out = _stack_nested(object, dtype)
-    else:
-      host = np.array(object, dtype=dtype)
-      if host.dtype == object_dtype:
-        raise TypeError(f"jnp.array cannot convert {type(object).__name__} of mixed or "
-                        "ragged contents to an array")
-      out = device_put_numpy(host)
+    host = np.array(object, dtype=dtype)
+    if host.dtype == _OBJECT_DTYPE:
+      raise TypeError(f"jnp.array cannot convert {type(object).__name__} of mixed or "
+                      "ragged contents to an array")
+    out = device_put_numpy(host, weak_type=weak_type)
   if ndmin > np.ndim(out):
     out = lax.broadcast_in_dim(out, (1,) * (ndmin - np.ndim(out)) + np.shape(out),
                                range(ndmin - np.ndim(out), ndmin))
   return out
-
-
-object_dtype = np.dtype(object)
 
 
 def _stack_nested(object: Any, dtype: Any) -> Any:
@@ -56,8 +72,13 @@ def _stack_nested(object: Any, dtype: Any) -> Any:
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, copy: bool | None = None
             ) -> Any:
-  """Like `array`, without copying an Array that already has the dtype."""
+  """Like `array`; an Array that already has the dtype is returned as it is."""
   return array(a, dtype=dtype, copy=bool(copy), order=order)
+
+
+def copy(a: Any, order: str | None = None) -> Any:
+  """A copy of `a` as an array (immutable arrays never need one; for NumPy code)."""
+  return array(a, copy=True, order=order)
 
 
 def _creation_dtype(dtype: Any) -> np.dtype:
@@ -65,10 +86,26 @@ def _creation_dtype(dtype: Any) -> np.dtype:
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
-  """An array of `shape` filled with `fill_value`."""
-  if dtype is None:
-    dtype = dtypes.dtype(fill_value, canonicalize=True)
-  return lax.full(shape, fill_value, dtypes.canonicalize_dtype(dtype))
+  """An array of `shape` filled with `fill_value` (a scalar, or an array broadcast to
+  `shape`); the dtype is `fill_value`'s unless `dtype` is given.
+
+  Example: `jnp.full((2, 3), 7, jnp.int8)`.
+  """
+  if np.ndim(fill_value) == 0:
+    return lax.full(shape, fill_value, dtype)
+  return _broadcast_to(asarray(fill_value, dtype), shape)
+
+
+def _broadcast_to(x: Any, shape: Any) -> Any:
+  shape = tuple(shape) if np.ndim(shape) else (int(shape),)
+  x_shape = np.shape(x)
+  try:
+    fits = lax.broadcast_shapes(x_shape, shape) == shape
+  except ValueError:
+    fits = False
+  if not fits:
+    raise ValueError(f"fill_value of shape {x_shape} cannot be broadcast to shape {shape}")
+  return lax.broadcast_in_dim(x, shape, range(len(shape) - len(x_shape), len(shape)))
 
 
 def zeros(shape: Any, dtype: Any = None) -> Any:
@@ -81,14 +118,32 @@ def ones(shape: Any, dtype: Any = None) -> Any:
   return lax.full(shape, 1, _creation_dtype(dtype))
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+def empty(shape: Any, dtype: Any = None) -> Any:
+  """`zeros`: XLA has no uninitialized memory to hand out."""
+  return zeros(shape, dtype)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+  """An array with `a`'s shape and dtype (weak type included) unless `shape` or `dtype`
+  say otherwise, filled with `fill_value` (a scalar or an array broadcast to the shape)."""
+  if np.ndim(fill_value) == 0:
+    return lax.full_like(a, fill_value, dtype, shape)
   aval = core.get_aval(a)
-  return lax.full(aval.shape if shape is None else shape, 0, dtype or aval.dtype)
+  return _broadcast_to(asarray(fill_value, aval.dtype if dtype is None else dtype),
+                       aval.shape if shape is None else shape)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
+  return lax.full_like(a, 0, dtype, shape)
 
 
 def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
-  aval = core.get_aval(a)
-  return lax.full(aval.shape if shape is None else shape, 1, dtype or aval.dtype)
+  return lax.full_like(a, 1, dtype, shape)
+
+
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Any:
+  """`zeros_like`: XLA has no uninitialized memory to hand out."""
+  return zeros_like(prototype, dtype, shape)
 
 
 def shape(a: Any) -> tuple[int, ...]:

@@ -1,4 +1,4 @@
-"""Sorting in jaxon.numpy: sort, argsort, lexsort, sort_complex.
+"""Sorting in jaxon.numpy: sort, argsort, lexsort, sort_complex, partition, argpartition.
 
 The order is NumPy's (NaNs last, see `lax.sort`). `descending=True` reverses it, NaNs
 first; a stable descending sort still keeps equal elements in their input order.
@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import dtypes
+from jaxon._src import core, dtypes
 from jaxon._src.lax import lax, shape_ops
 from jaxon._src.lax import sorting as lax_sorting
 from jaxon._src.lax import utils as lax_utils
@@ -88,3 +88,37 @@ def sort_complex(a: Any) -> Any:
   a, axis = _array_and_axis("sort_complex", a, -1, None, None)
   out = lax_sorting.sort(a, dimension=axis)
   return lax.convert_element_type(out, dtypes.promote_types(out.dtype, np.complex64))
+
+
+def _kth(fun_name: str, kth: Any, size: int) -> None:
+  """Checks `kth` (static, in [-size, size)); NumPy accepts several at once."""
+  kths = np.atleast_1d(core.concrete_or_error(
+      np.asarray, kth, f"The kth argument of jnp.{fun_name} must be static."))
+  if not dtypes.is_integer(kths.dtype):
+    raise TypeError(f"jnp.{fun_name}: kth must be integers, got {kth!r}.")
+  bad = [int(k) for k in kths if not -size <= k < size]
+  if bad:
+    raise ValueError(f"jnp.{fun_name}: kth(={bad[0]}) out of bounds for an axis of size "
+                     f"{size}.")
+
+
+def partition(a: Any, kth: int | Sequence[int], axis: int | None = -1) -> Any:
+  """`a` rearranged along `axis` so that the entry at `kth` is the one a sort puts there,
+  with nothing larger before it and nothing smaller after it (NaNs count as largest).
+
+  NumPy leaves the order within each side unspecified; here both sides come out sorted,
+  because the rearrangement is a full sort (XLA has no cheaper selection on CPU and GPU,
+  and a sort is differentiable and batches like any other op).
+
+  Example: `partition(jnp.array([3, 4, 2, 1]), 2)[2]` is 3.
+  """
+  a, axis = _array_and_axis("partition", a, axis, None, None)
+  _kth("partition", kth, np.shape(a)[axis])
+  return lax_sorting.sort(a, dimension=axis)
+
+
+def argpartition(a: Any, kth: int | Sequence[int], axis: int | None = -1) -> Any:
+  """The indices that `partition` `a` along `axis` (see `partition`: here they sort it)."""
+  a, axis = _array_and_axis("argpartition", a, axis, None, None)
+  _kth("argpartition", kth, np.shape(a)[axis])
+  return argsort(a, axis=axis)

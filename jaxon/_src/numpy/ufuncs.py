@@ -18,6 +18,7 @@ import numpy as np
 from jaxon._src import core, dtypes
 from jaxon._src.lax import lax
 from jaxon._src.numpy import shape, util
+from jaxon._src.xla.array import Array
 
 _Promote = Callable[..., list[Any]]
 
@@ -27,7 +28,13 @@ _Promote = Callable[..., list[Any]]
 def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
   """Gives the non-scalar operands one rank by prepending size-1 dimensions; lax then
   broadcasts rank-0 operands and size-1 dimensions itself."""
-  shapes = [np.shape(x) for x in args]
+  if len(args) < 2:
+    return list(args)
+  shapes = []
+  for x in args:  # a plain loop: on every op, where a comprehension would be one more call
+    shapes.append(x.aval.shape if type(x) is Array else np.shape(x))
+  if len(set(shapes) - {()}) <= 1:  # the common case: nothing to do, nothing to check
+    return list(args)
   try:
     out_shape = lax.broadcast_shapes(*shapes)
   except ValueError:
@@ -44,7 +51,8 @@ def _promote_args(fun_name: str, *args: Any) -> list[Any]:
 
 
 def _promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
-  return _promote_shapes(fun_name, *util.promote_args_inexact(fun_name, *args))
+  promoted = util.promote_args_inexact(fun_name, *args)
+  return _promote_shapes(fun_name, *promoted) if len(promoted) > 1 else promoted
 
 
 def _promote_args_numeric(fun_name: str, *args: Any) -> list[Any]:
@@ -57,6 +65,8 @@ def _promote_args_numeric(fun_name: str, *args: Any) -> list[Any]:
 
 
 def _dtype(x: Any) -> np.dtype:
+  if type(x) is Array:  # the usual case, one call shorter
+    return dtypes.canonicalize_dtype(x.aval.dtype)
   return dtypes.dtype(x, canonicalize=True)
 
 
@@ -615,14 +625,14 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
           fill_value: Any = None) -> Any:
   """Elementwise `x` where `condition` holds (is nonzero), else `y`.
 
-  The three arguments broadcast together; `x` and `y` promote to a common dtype. (The
-  one-argument form, `nonzero`, has a data-dependent shape and is not supported here.)
+  The three arguments broadcast together; `x` and `y` promote to a common dtype. With
+  `condition` alone it is `nonzero(condition, size=size, fill_value=fill_value)`.
 
   Example: `where(x > 0, x, 0.0)` keeps `x`'s dtype and zeroes its negative entries.
   """
   if x is None and y is None:
-    raise NotImplementedError("jnp.where(condition) with one argument (nonzero) is not "
-                              "supported; pass both x and y.")
+    from jaxon._src.numpy import searching  # searching is built on this module
+    return searching.nonzero(condition, size=size, fill_value=fill_value)
   if x is None or y is None:
     raise ValueError("Either both or neither of the x and y arguments should be provided "
                      "to jnp.where.")

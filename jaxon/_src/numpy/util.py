@@ -1,42 +1,65 @@
-"""Argument handling shared by jaxon.numpy: dtype promotion and array checks."""
+"""Argument handling shared by jaxon.numpy: dtype promotion and array checks.
+
+These run on every eager operation, so the common cases take shortcuts: an Array that
+already has the promoted type is passed through untouched, and in eager code a Python
+scalar operand becomes a cached device constant instead of being copied to the device again
+on each operation. On this path every Python call costs about as much as the work it does,
+so helpers are few and loops are plain.
+"""
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from jaxon._src import core, dtypes
 from jaxon._src.lax import lax
-from jaxon._src.xla.array import Array
+from jaxon._src.xla.array import Array, scalar_constant
 
 _ARRAY_TYPES = (Array, core.Tracer)
+_PYTHON_SCALARS = (bool, int, float, complex)
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
   """NumPy converts lists implicitly; jaxon.numpy asks for arrays (so a list of a million
   floats is not silently traced element by element)."""
   for pos, arg in enumerate(args):
-    if not (isinstance(arg, _ARRAY_TYPES) or dtypes.is_python_scalar(arg)
+    if not (isinstance(arg, _ARRAY_TYPES) or type(arg) in _PYTHON_SCALARS
             or hasattr(arg, "__array__") or hasattr(arg, "dtype")):
       raise TypeError(f"{fun_name} requires ndarray or scalar arguments, got "
                       f"{type(arg).__name__} at position {pos}. Convert it with "
                       f"jnp.asarray(...) first.")
 
 
+def _convert_all(args: tuple, dtype: np.dtype, weak_type: bool) -> list[Any]:
+  """`lax._convert_element_type(x, dtype, weak_type)` of each arg, with the shortcuts of
+  the module docstring. A plain loop: in CPython 3.11 a comprehension is one more call."""
+  out = []
+  for x in args:
+    if type(x) is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
+      out.append(x)
+    elif type(x) in _PYTHON_SCALARS and core.is_eval_trace_current():
+      out.append(scalar_constant(x, dtype, weak_type))  # traced, it must stay a literal
+    else:
+      out.append(lax._convert_element_type(x, dtype, weak_type))
+  return out
+
+
 def promote_dtypes(*args: Any) -> list[Any]:
   """Converts `args` to their common dtype by JAX's promotion lattice (weak types kept)."""
   if len(args) < 2:
     return list(args)
-  to_dtype, weak_type = dtypes.result_type(*args, return_weak_type_flag=True)
-  return [lax._convert_element_type(x, to_dtype, weak_type) for x in args]
+  return _convert_all(args, *dtypes.operand_type(args))
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
   check_arraylike(fun_name, *args)
-  return promote_dtypes(*args)
+  if len(args) < 2:
+    return list(args)
+  return _convert_all(args, *dtypes.operand_type(args))
 
 
 def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
   """Promotes to a common dtype, then to an inexact one (as `sin` of an int does)."""
   check_arraylike(fun_name, *args)
-  to_dtype, weak_type = dtypes.result_type(*args, return_weak_type_flag=True)
-  to_dtype = dtypes.to_inexact_dtype(to_dtype)
-  return [lax._convert_element_type(x, to_dtype, weak_type) for x in args]
+  return _convert_all(args, *dtypes.operand_type(args, inexact=True))

@@ -1,0 +1,1053 @@
+"""Searching, set operations and selection in jaxon.numpy: `searchsorted`, `nonzero`,
+`unique`, `isin`, `intersect1d`, `take`, `take_along_axis`, `insert`, `delete`, …
+
+Data-dependent shapes. `nonzero`, `unique`, the set operations, `compress` and `extract`
+return as many entries as the data says, which a traced input does not tell. These
+functions take `size=`: the result then has exactly `size` entries, cut short or padded
+with `fill_value`, and traces like any other. Without it, the function runs at the
+largest possible size and the result is cut to the number of matches, which is read back
+from the device: possible eagerly, not under `jit`, `vmap` or `grad` (an error then names
+`size=`).
+
+Compilation. As in JAX, the functions with many steps run as one compiled program (a
+nested `jit`), so an eager call compiles once per input shape rather than once per
+primitive, and under a transformation they appear as one `pjit` equation.
+
+Order. Searching and the set operations order values as NumPy's sort does (see
+`lax.sort`): NaNs after every number, complex numbers by real then imaginary part.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from jaxon._src import api, core, dtypes
+from jaxon._src.lax import lax, shape_ops, slicing
+from jaxon._src.lax import sorting as lax_sorting
+from jaxon._src.lax import utils as lax_utils
+from jaxon._src.numpy import indexing, lax_numpy, reductions, shape, sorting, ufuncs, util
+from jaxon._src.xla.array import Array
+
+
+def _int_dtype() -> np.dtype:
+  return dtypes.default_int_dtype()
+
+
+def _iota(n: int) -> Any:
+  return lax.iota(_int_dtype(), n)
+
+
+# ----------------------------------------------------------------------------- sizes
+
+def _checked_size(fun_name: str, size: Any) -> int:
+  size = core.concrete_or_error(
+      operator.index, size, f"The size argument of jnp.{fun_name} must be a static integer.")
+  if size < 0:
+    raise ValueError(f"jnp.{fun_name}: size must be non-negative, got size={size}.")
+  return size
+
+
+def _run_sized(fun_name: str, sized: Callable[..., Any], *args: Any, size: Any,
+               max_size: int, sized_axes: int | tuple[int | None, ...] = 0,
+               **static: Any) -> Any:
+  """`sized(*args, size=size, **static)`, a compiled function returning (result, number of
+  matches) whose result has `size` entries along `sized_axes` (one axis for every output,
+  or one per output; None for outputs of fixed shape).
+
+  Without `size`, it runs at the largest possible size, `max_size` (so one compiled
+  program serves every input of a shape), and the result is cut to the number of matches,
+  which must be concrete: under a transformation this raises, naming `size=` as the fix.
+  """
+  if size is not None:
+    return sized(*args, size=_checked_size(fun_name, size), **static)[0]
+  result, count = sized(*args, size=max_size, **static)
+  count = core.concrete_or_error(
+      int, count,
+      f"The size argument of jnp.{fun_name} must be statically specified to use "
+      f"jnp.{fun_name} within JAX transformations: the length of its result depends on the "
+      f"values of its input. Pass size=<int> (and optionally fill_value=) to get a result "
+      f"of fixed length.")
+  if not isinstance(result, tuple):
+    return _cut(result, count, sized_axes)
+  axes = sized_axes if isinstance(sized_axes, tuple) else (sized_axes,) * len(result)
+  return tuple(_cut(x, count, axis) for x, axis in zip(result, axes))
+
+
+def _cut(x: Any, count: int, axis: int | None) -> Any:
+  if axis is None or x.shape[axis] == count:
+    return x
+  return slicing.slice_in_dim(x, 0, count, axis=axis)
+
+
+def _count_true(mask: Any) -> Any:
+  return reductions.sum(mask, dtype=_int_dtype())
+
+
+def _first_true(mask: Any, size: int) -> tuple[Any, Any, Any]:
+  """The positions of the first `size` True entries of the 1-D `mask`, in order; which of
+  them are real (the rest, past the number of True entries, hold 0); and that number.
+
+  A stable sort by `not mask` brings the True entries to the front, keeping their order.
+  """
+  count = _count_true(mask)
+  n = mask.shape[0]
+  if n == 0:
+    return lax.full((size,), 0, _int_dtype()), lax.full((size,), False, np.bool_), count
+  _, order = lax_sorting.sort_key_val(lax.bitwise_not(mask), _iota(n))
+  order = _fit_length(order, size)
+  valid = lax.lt(_iota(size), count)
+  return lax.select(valid, order, lax.full_like(order, 0)), valid, count
+
+
+def _fit_length(x: Any, size: int) -> Any:
+  """The 1-D `x` cut to `size` entries, or padded with zeros to them."""
+  n = x.shape[0]
+  if size <= n:
+    return slicing.slice_in_dim(x, 0, size)
+  return shape_ops.concatenate([x, lax.full((size - n,), 0, x.dtype)], 0)
+
+
+def _fill(x: Any, valid: Any, fill_value: Any) -> Any:
+  """`x` with its entries past the valid ones (along axis 0) set to `fill_value`."""
+  valid = lax.broadcast_in_dim(valid, np.shape(x), (0,))
+  return lax.select(valid, x, _full(np.shape(x), fill_value, x.dtype))
+
+
+def _full(shape_: tuple[int, ...], fill_value: Any, dtype: Any) -> Any:
+  """`lax.full` for a fill value that may be traced."""
+  fill = lax._convert_element_type(lax_numpy.asarray(fill_value), dtype)
+  return shape.broadcast_to(fill, shape_)
+
+
+def _as_array(fun_name: str, x: Any) -> Any:
+  return shape._ensure_array(fun_name, x)
+
+
+# ----------------------------------------------------------------------------- nonzero
+
+def nonzero(a: Any, *, size: int | None = None,
+            fill_value: Any | Sequence[Any] | None = None) -> tuple[Any, ...]:
+  """The indices of the nonzero entries of `a`, one integer array per dimension.
+
+  Args:
+    a: an array of rank at least 1.
+    size: the static length of each result (required under jit); extra matches are
+      dropped, missing ones padded.
+    fill_value: the padding, one value or one per dimension (default 0).
+
+  Example: `nonzero(jnp.array([0, 3, 0, 5]))` is `(Array([1, 3]),)`;
+  with `size=3, fill_value=-1` it is `(Array([1, 3, -1]),)`.
+  """
+  return _nonzero("nonzero", a, size, fill_value)
+
+
+def _nonzero(fun_name: str, a: Any, size: Any, fill_value: Any) -> tuple[Any, ...]:
+  """`nonzero`, with errors naming the function the user called."""
+  a = _as_array(fun_name, a)
+  if a.ndim == 0:
+    raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                     "jnp.atleast_1d(scalar).nonzero() instead.")
+  fills = _per_dimension(fun_name, fill_value, a.ndim)
+  return _run_sized(fun_name, _nonzero_sized, a, fills, size=size, max_size=a.size)
+
+
+@functools.partial(api.jit, static_argnames="size")
+def _nonzero_sized(a: Any, fills: tuple[Any, ...], *, size: int) -> tuple[Any, Any]:
+  positions, valid, count = _first_true(ufuncs._to_bool(shape.ravel(a)), size)
+  coords = _unravel(positions, a.shape)
+  return tuple(_fill(c, valid, f) for c, f in zip(coords, fills)), count
+
+
+def _per_dimension(fun_name: str, fill_value: Any, ndim: int) -> tuple[Any, ...]:
+  if fill_value is None:
+    return (0,) * ndim
+  if isinstance(fill_value, (tuple, list)):
+    if len(fill_value) != ndim:
+      raise ValueError(f"jnp.{fun_name}: fill_value must be a scalar or a tuple of length "
+                       f"{ndim} (one per dimension), got {fill_value!r}.")
+    return tuple(fill_value)
+  if np.ndim(fill_value) != 0:
+    raise ValueError(f"jnp.{fun_name}: fill_value must be a scalar or a tuple, got shape "
+                     f"{np.shape(fill_value)}.")
+  return (fill_value,) * ndim
+
+
+def _unravel(flat: Any, shape_: tuple[int, ...]) -> list[Any]:
+  """The coordinates in an array of `shape_` of each C-order flat position in `flat`."""
+  coords = []
+  for size in reversed(shape_):
+    coords.append(lax.rem(flat, np.array(size, flat.dtype)))
+    flat = lax.div(flat, np.array(size, flat.dtype))
+  return coords[::-1]
+
+
+def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+  """The indices of the nonzero entries of the flattened `a` (`size=` as in `nonzero`)."""
+  return _nonzero("flatnonzero", shape.ravel(_as_array("flatnonzero", a)), size, fill_value)[0]
+
+
+def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+  """The indices of the nonzero entries of `a` as the rows of an (N, a.ndim) array.
+
+  Example: `argwhere(jnp.array([[0, 1], [2, 0]]))` is `[[0, 1], [1, 0]]`.
+  """
+  a = _as_array("argwhere", a)
+  coords = _nonzero("argwhere", shape.atleast_1d(a), size, fill_value)
+  out = shape.stack(coords, axis=1)
+  return out[:, :0] if a.ndim == 0 else out
+
+
+# ----------------------------------------------------------------------------- searchsorted
+
+def _isnan(x: Any) -> Any:
+  return lax.ne(x, x)
+
+
+def _less(x: Any, y: Any) -> Any:
+  """`x < y` in the order of NumPy's sort: NaNs after every number, complex numbers by
+  real part, then imaginary part. `x` and `y` have one dtype and broadcastable shapes."""
+  x, y = shape.broadcast_arrays(x, y)
+  dt = np.dtype(x.dtype)
+  if dtypes.is_complex(dt):
+    xr, yr, xi, yi = lax.real(x), lax.real(y), lax.imag(x), lax.imag(y)
+    same_real = lax.bitwise_or(lax.eq(xr, yr), lax.bitwise_and(_isnan(xr), _isnan(yr)))
+    return lax.bitwise_or(_less(xr, yr), lax.bitwise_and(same_real, _less(xi, yi)))
+  if dtypes.is_inexact(dt):
+    nan_after = lax.bitwise_and(_isnan(y), lax.bitwise_not(_isnan(x)))
+    return lax.bitwise_or(lax.lt(x, y), nan_after)
+  if dt == np.bool_:
+    return lax.bitwise_and(lax.bitwise_not(x), y)
+  return lax.lt(x, y)
+
+
+def _goes_after(element: Any, query: Any, right: bool) -> Any:
+  """Whether `query`'s insertion point lies after `element`: `element < query` for
+  side='left', `element <= query` for side='right'."""
+  if right:
+    return lax.bitwise_not(_less(query, element))
+  return _less(element, query)
+
+
+def _search_scan(a: Any, v: Any, right: bool) -> Any:
+  """Binary search, unrolled: each step halves every query's interval [lo, hi] holding its
+  insertion point, so ceil(log2(n + 1)) steps reach it."""
+  n = a.shape[0]
+  lo = lax.full(v.shape, 0, np.int32)
+  hi = lax.full(v.shape, n, np.int32)
+  for _ in range(n.bit_length()):
+    mid = lax.div(lax.add(lo, hi), np.array(2, np.int32))
+    after = _goes_after(take(a, mid, mode="clip"), v, right)
+    # When lo == hi the search is over: mid == hi, so neither bound moves.
+    lo = lax.select(lax.bitwise_and(after, lax.lt(mid, hi)),
+                    lax.add(mid, np.array(1, np.int32)), lo)
+    hi = lax.select(after, hi, mid)
+  return lo
+
+
+def _search_compare_all(a: Any, v: Any, right: bool) -> Any:
+  """Counts, for each query, the elements it goes after: O(len(a)) work per query, but a
+  single fused comparison (fast for short `a`)."""
+  after = _goes_after(lax.broadcast_in_dim(a, (1,) * v.ndim + a.shape, (v.ndim,)),
+                      shape.expand_dims(v, -1), right)
+  return reductions.sum(after, axis=-1, dtype=np.int32)
+
+
+def _search_sort(a: Any, v: Any, right: bool) -> Any:
+  """A query's position in a stable sort of `a` and the queries together, less the number
+  of queries before it. Queries go first for side='left' (before equal elements of `a`),
+  last for side='right'."""
+  queries = shape.ravel(v)
+  k, n = queries.shape[0], a.shape[0]
+  def rank(x: Any) -> Any:  # each entry's position in the stable sort of x
+    return sorting.argsort(sorting.argsort(x))
+  if right:
+    in_both = slicing.slice_in_dim(rank(shape_ops.concatenate([a, queries], 0)), n, n + k)
+  else:
+    in_both = slicing.slice_in_dim(rank(shape_ops.concatenate([queries, a], 0)), 0, k)
+  out = lax.sub(in_both, rank(queries))
+  return shape.reshape(lax.convert_element_type(out, np.int32), v.shape)
+
+
+_SEARCH_METHODS = {"scan": _search_scan, "scan_unrolled": _search_scan,
+                   "compare_all": _search_compare_all, "sort": _search_sort}
+
+
+def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
+                 method: str = "scan") -> Any:
+  """Where to insert each value of `v` into the sorted 1-D `a` to keep it sorted.
+
+  Args:
+    a: a one-dimensional array sorted ascending (in NumPy's order: NaNs last), or any 1-D
+      array when `sorter` is given.
+    v: the values to place; the result has its shape.
+    side: 'left' gives the first valid position (before equal elements), 'right' the last.
+    sorter: optional indices that sort `a` (as from `argsort`).
+    method: 'scan' (the default) or 'scan_unrolled' search by bisection (both unrolled:
+      ceil(log2(len(a) + 1)) steps); 'compare_all' compares each value with every
+      element (fast for short `a`); 'sort' sorts `a` and `v` together (fast for many
+      values).
+
+  Returns:
+    int32 indices of `v`'s shape.
+
+  Example: `searchsorted(jnp.array([1, 2, 2, 3]), 2)` is 1; with `side='right'` it is 3.
+  """
+  util.check_arraylike("searchsorted", a, v)
+  if np.ndim(a) != 1:
+    raise ValueError(f"jnp.searchsorted: a must be one-dimensional, got shape {np.shape(a)}.")
+  if side not in ("left", "right"):
+    raise ValueError(f"jnp.searchsorted: side must be 'left' or 'right', got {side!r}.")
+  if method not in _SEARCH_METHODS:
+    raise ValueError(f"jnp.searchsorted: method must be one of {sorted(_SEARCH_METHODS)}, "
+                     f"got {method!r}.")
+  a, v = util.promote_dtypes(_as_array("searchsorted", a), _as_array("searchsorted", v))
+  return _searchsorted(a, v, sorter, right=side == "right", method=method)
+
+
+@functools.partial(api.jit, static_argnames=("right", "method"))
+def _searchsorted(a: Any, v: Any, sorter: Any, *, right: bool, method: str) -> Any:
+  if sorter is not None:
+    a = take(a, sorter)
+  if a.shape[0] == 0:
+    return lax.full(v.shape, 0, np.int32)
+  return _SEARCH_METHODS[method](a, v, right)
+
+# ----------------------------------------------------------------------------- unique
+
+class _SortedRows(NamedTuple):
+  """The rows of a 2-D array (or the entries of a 1-D one) in sorted order."""
+  values: Any  # the sorted rows
+  perm: Any    # for each sorted row, its index in the input (stable: first occurrences first)
+  first: Any   # bool: the row differs from the one before it (starts a new unique value)
+
+
+def _differs(x: Any, y: Any, equal_nan: bool) -> Any:
+  ne = lax.ne(x, y)
+  if equal_nan and dtypes.is_inexact(x.dtype):
+    ne = lax.bitwise_and(ne, lax.bitwise_not(lax.bitwise_and(_isnan(x), _isnan(y))))
+  return ne
+
+
+def _sort_rows(x: Any, equal_nan: bool) -> _SortedRows:
+  """Sorts the rows of `x` (ndim 1 or 2, at least one row) lexicographically."""
+  n = x.shape[0]
+  if x.ndim == 1:
+    values, perm = lax_sorting.sort_key_val(x, _iota(n))
+  elif x.shape[1] == 0:
+    values, perm = x, _iota(n)
+  else:
+    columns = [slicing.index_in_dim(x, j, axis=1, keepdims=False) for j in range(x.shape[1])]
+    *_, perm = lax_sorting.sort((*columns, _iota(n)), dimension=0, num_keys=len(columns))
+    values = take(x, perm, axis=0, mode="clip")
+  differs = _differs(values[1:], values[:-1], equal_nan)
+  if x.ndim == 2:
+    differs = reductions.any(differs, axis=1)
+  first = shape_ops.concatenate([lax.full((1,), True, np.bool_), differs], 0)
+  return _SortedRows(values, perm, first)
+
+
+def unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+           return_counts: bool = False, axis: int | None = None, *, equal_nan: bool = True,
+           size: int | None = None, fill_value: Any = None, sorted: bool = True) -> Any:
+  """The sorted unique values of `ar` (of its flattened entries, or of its slices along
+  `axis`), and optionally where they occur and how often.
+
+  Args:
+    ar: the array.
+    return_index: also return the index of each unique value's first occurrence.
+    return_inverse: also return, for each entry, the index of its unique value (shaped
+      like `ar` when `axis` is None).
+    return_counts: also return how many times each unique value occurs.
+    axis: find unique slices along this axis instead of unique entries.
+    equal_nan: count all NaNs as one value.
+    size: the static number of unique values to return (required under jit); missing ones
+      are padded with `fill_value`, their index with that of the smallest value, their
+      count with 0.
+    fill_value: the padding (default: the smallest value).
+    sorted: accepted for NumPy compatibility; the result is always sorted.
+
+  Example: `unique(jnp.array([3, 1, 3]), return_counts=True)` is `([1, 3], [1, 2])`.
+  """
+  del sorted
+  arr = _as_array("unique", ar)
+  flat = axis is None
+  if flat:
+    x, slice_shape, axis = shape.ravel(arr), (), 0
+  else:
+    axis = lax_utils.canonicalize_axis(axis, arr.ndim)
+    moved = shape.moveaxis(arr, axis, 0)
+    slice_shape = moved.shape[1:]
+    x = shape.reshape(moved, (moved.shape[0], math.prod(slice_shape)))
+  values, index, inverse, counts = _unique_rows("unique", x, equal_nan, size, fill_value)
+  values = shape.moveaxis(shape.reshape(values, values.shape[:1] + slice_shape), 0, axis)
+  if flat:
+    inverse = shape.reshape(inverse, arr.shape)
+  extras = (index, inverse, counts)
+  chosen = [out for out, wanted in zip(extras, (return_index, return_inverse, return_counts))
+            if wanted]
+  return (values, *chosen) if chosen else values
+
+
+def _unique_rows(fun_name: str, x: Any, equal_nan: bool, size: Any, fill_value: Any
+                 ) -> tuple[Any, Any, Any, Any]:
+  """Unique rows of `x` (1-D: entries): values, first indices, inverse and counts."""
+  return _run_sized(fun_name, _unique_rows_sized, x, fill_value, size=size,
+                    max_size=x.shape[0], sized_axes=(0, 0, None, 0),
+                    equal_nan=equal_nan)
+
+
+@functools.partial(api.jit, static_argnames=("size", "equal_nan"))
+def _unique_rows_sized(x: Any, fill_value: Any, *, size: int, equal_nan: bool
+                       ) -> tuple[tuple[Any, Any, Any, Any], Any]:
+  n = x.shape[0]
+  if n == 0:
+    values = _full((size, *x.shape[1:]), 0 if fill_value is None else fill_value, x.dtype)
+    empty = lax.full((size,), 0, _int_dtype())
+    return (values, empty, lax.full((0,), 0, _int_dtype()), empty), _count_true(
+        lax.full((0,), False, np.bool_))
+  rows = _sort_rows(x, equal_nan)
+  positions, valid, count = _first_true(rows.first, size)
+  values = take(rows.values, positions, axis=0, mode="clip")
+  if fill_value is not None:
+    values = _fill(values, valid, fill_value)
+  index = take(rows.perm, positions, mode="clip")
+  group = lax.sub(reductions.cumsum(rows.first, dtype=_int_dtype()),
+                  np.array(1, _int_dtype()))
+  inverse = take(group, sorting.argsort(rows.perm), mode="clip")
+  # Each count is the distance from a value's first row to the next value's first row.
+  bounds, bound_valid, _ = _first_true(rows.first, size + 1)
+  bounds = _fill(bounds, bound_valid, n)
+  counts = lax.sub(bounds[1:], bounds[:-1])
+  return (values, index, inverse, counts), count
+
+class UniqueAllResult(NamedTuple):
+  values: Any
+  indices: Any
+  inverse_indices: Any
+  counts: Any
+
+
+class UniqueCountsResult(NamedTuple):
+  values: Any
+  counts: Any
+
+
+class UniqueInverseResult(NamedTuple):
+  values: Any
+  inverse_indices: Any
+
+
+def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None
+               ) -> UniqueAllResult:
+  """The array API's `unique` with everything: values, first indices, inverse indices
+  (shaped like `x`) and counts. Every NaN counts as a distinct value."""
+  out = unique(x, True, True, True, equal_nan=False, size=size, fill_value=fill_value)
+  return UniqueAllResult(*out)
+
+
+def unique_counts(x: Any, /, *, size: int | None = None, fill_value: Any = None
+                  ) -> UniqueCountsResult:
+  """The unique values of `x` and how often each occurs (NaNs distinct)."""
+  out = unique(x, return_counts=True, equal_nan=False, size=size, fill_value=fill_value)
+  return UniqueCountsResult(*out)
+
+
+def unique_inverse(x: Any, /, *, size: int | None = None, fill_value: Any = None
+                   ) -> UniqueInverseResult:
+  """The unique values of `x` and, shaped like `x`, the index of each entry's value."""
+  out = unique(x, return_inverse=True, equal_nan=False, size=size, fill_value=fill_value)
+  return UniqueInverseResult(*out)
+
+
+def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
+  """The sorted unique values of `x` (NaNs distinct)."""
+  return unique(x, equal_nan=False, size=size, fill_value=fill_value)
+
+
+# ----------------------------------------------------------------------------- set operations
+
+def _flat_promoted(fun_name: str, *arrays: Any) -> list[Any]:
+  util.check_arraylike(fun_name, *arrays)
+  return [shape.ravel(x) for x in util.promote_dtypes(*(_as_array(fun_name, a)
+                                                        for a in arrays))]
+
+
+def _sorted_firsts(x: Any, assume_unique: bool) -> _SortedRows:
+  """`x` (1-D) sorted, marking the first of each run of equal values (NaNs one run)."""
+  if x.shape[0] == 0:
+    return _SortedRows(x, _iota(0), lax.full((0,), True, np.bool_))
+  rows = _sort_rows(x, equal_nan=True)
+  if assume_unique:
+    return rows._replace(first=lax.full_like(rows.first, True))
+  return rows
+
+
+def _select(values: Any, positions: Any, valid: Any, fill_value: Any) -> Any:
+  """The entries of the 1-D `values` at `positions` (from `_first_true`), padded with
+  `fill_value`; by default with the first entry selected (the smallest, for sorted
+  `values`)."""
+  if values.shape[0] == 0:
+    return _full(positions.shape, 0 if fill_value is None else fill_value, values.dtype)
+  if fill_value is None and positions.shape[0]:
+    return take(values, _fill(positions, valid, positions[0]), mode="clip")
+  out = take(values, positions, mode="clip")
+  return out if fill_value is None else _fill(out, valid, fill_value)
+
+def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+  """The sorted unique values in either array (both flattened)."""
+  x1, x2 = _flat_promoted("union1d", ar1, ar2)
+  both = shape_ops.concatenate([x1, x2], 0)
+  return _unique_rows("union1d", both, True, size, fill_value)[0]
+
+
+def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
+         *, method: str = "auto") -> Any:
+  """Elementwise: whether each entry of `element` equals some entry of `test_elements`.
+
+  Args:
+    element: the values to look up; the result has their shape.
+    test_elements: the values to look for (any shape; flattened).
+    assume_unique: accepted for NumPy compatibility.
+    invert: return the negation (whether each entry is absent).
+    method: 'compare_all' compares every pair; 'binary_search' and 'sort' sort
+      `test_elements` and search it; 'auto' compares all pairs when that is cheap.
+
+  Example: `isin(jnp.array([1, 2, 3]), jnp.array([3, 1]))` is `[True, False, True]`.
+  """
+  del assume_unique
+  if method not in ("auto", "compare_all", "binary_search", "sort"):
+    raise ValueError(f"jnp.isin: method must be 'auto', 'compare_all', 'binary_search' or "
+                     f"'sort', got {method!r}.")
+  util.check_arraylike("isin", element, test_elements)
+  element, test = util.promote_dtypes(_as_array("isin", element),
+                                      _as_array("isin", test_elements))
+  return _isin(element, test, invert=invert, method=method)
+
+
+@functools.partial(api.jit, static_argnames=("invert", "method"))
+def _isin(element: Any, test: Any, *, invert: bool, method: str) -> Any:
+  found = _contains(shape.ravel(test), element, method)
+  return lax.bitwise_not(found) if invert else found
+
+def _contains(test: Any, element: Any, method: str) -> Any:
+  """Whether each entry of `element` equals an entry of the 1-D `test` (NaN never does)."""
+  if test.shape[0] == 0:
+    return lax.full(element.shape, False, np.bool_)
+  if method == "auto":
+    method = "compare_all" if test.shape[0] * max(element.size, 1) <= 2 ** 16 else "sort"
+  if method == "compare_all":
+    pairs = ufuncs.equal(shape.expand_dims(element, -1), test)
+    return reductions.any(pairs, axis=-1)
+  search = "sort" if method == "sort" else "scan"
+  ordered = sorting.sort(test)
+  where = searchsorted(ordered, element, method=search)
+  return ufuncs.equal(take(ordered, where, mode="clip"), element)
+
+
+def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False,
+                *, size: int | None = None, fill_value: Any = None) -> Any:
+  """The sorted unique values in both arrays (both flattened).
+
+  With `return_indices=True`, also the index in each input of each value's first
+  occurrence. `size=`/`fill_value=` as in `unique` (padding indices are 0).
+
+  Example: `intersect1d(jnp.array([1, 3, 4, 3]), jnp.array([3, 1, 2, 1]))` is `[1, 3]`.
+  """
+  x1, x2 = _flat_promoted("intersect1d", ar1, ar2)
+  return _run_sized("intersect1d", _intersect1d_sized, x1, x2, fill_value, size=size,
+                    max_size=x1.shape[0], assume_unique=assume_unique,
+                    return_indices=return_indices)
+
+
+@functools.partial(api.jit, static_argnames=("size", "assume_unique", "return_indices"))
+def _intersect1d_sized(x1: Any, x2: Any, fill_value: Any, *, size: int, assume_unique: bool,
+                       return_indices: bool) -> tuple[Any, Any]:
+  rows1, rows2 = _sorted_firsts(x1, assume_unique), _sorted_firsts(x2, assume_unique)
+  keep = lax.bitwise_and(rows1.first, _contains(rows2.values, rows1.values, "sort"))
+  positions, valid, count = _first_true(keep, size)
+  values = _select(rows1.values, positions, valid, fill_value)
+  if not return_indices:
+    return values, count
+  # A value's first occurrence in ar2 is the first of its run in the stable sort of ar2.
+  first2 = (take(rows2.perm, searchsorted(rows2.values, rows1.values), mode="clip")
+            if x2.shape[0] else rows1.perm)
+  indices = [_select(perm, positions, valid, 0) for perm in (rows1.perm, first2)]
+  return (values, *indices), count
+
+def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+              fill_value: Any = None) -> Any:
+  """The unique values of `ar1` not in `ar2`, sorted (with `assume_unique=True`: the
+  entries of `ar1` not in `ar2`, in `ar1`'s order)."""
+  x1, x2 = _flat_promoted("setdiff1d", ar1, ar2)
+  return _run_sized("setdiff1d", _setdiff1d_sized, x1, x2, fill_value, size=size,
+                    max_size=x1.shape[0], assume_unique=assume_unique)
+
+
+@functools.partial(api.jit, static_argnames=("size", "assume_unique"))
+def _setdiff1d_sized(x1: Any, x2: Any, fill_value: Any, *, size: int, assume_unique: bool
+                     ) -> tuple[Any, Any]:
+  if assume_unique:
+    values, first = x1, lax.full(x1.shape, True, np.bool_)
+  else:
+    values, _, first = _sorted_firsts(x1, False)
+  absent = lax.bitwise_not(_contains(x2, values, "auto"))
+  positions, valid, count = _first_true(lax.bitwise_and(first, absent), size)
+  return _select(values, positions, valid, fill_value), count
+
+def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
+             fill_value: Any = None) -> Any:
+  """The sorted unique values in exactly one of the arrays. As in NumPy, NaN is never
+  found in the other array, so a NaN in each input gives two NaNs."""
+  x1, x2 = _flat_promoted("setxor1d", ar1, ar2)
+  return _run_sized("setxor1d", _setxor1d_sized, x1, x2, fill_value, size=size,
+                    max_size=x1.shape[0] + x2.shape[0],
+                    assume_unique=assume_unique)
+
+
+@functools.partial(api.jit, static_argnames=("size", "assume_unique"))
+def _setxor1d_sized(x1: Any, x2: Any, fill_value: Any, *, size: int, assume_unique: bool
+                    ) -> tuple[Any, Any]:
+  rows1, rows2 = _sorted_firsts(x1, assume_unique), _sorted_firsts(x2, assume_unique)
+  keep1 = lax.bitwise_and(rows1.first, lax.bitwise_not(_contains(x2, rows1.values, "auto")))
+  keep2 = lax.bitwise_and(rows2.first, lax.bitwise_not(_contains(x1, rows2.values, "auto")))
+  values = shape_ops.concatenate([rows1.values, rows2.values], 0)
+  keep = shape_ops.concatenate([keep1, keep2], 0)
+  if values.shape[0]:
+    # Kept values first, each group sorted: the first `count` entries are the answer.
+    dropped, values = lax_sorting.sort((lax.bitwise_not(keep), values), dimension=0,
+                                       num_keys=2)
+    keep = lax.bitwise_not(dropped)
+  positions, valid, count = _first_true(keep, size)
+  return _select(values, positions, valid, fill_value), count
+
+# ----------------------------------------------------------------------------- take and friends
+
+def _index_mode(fun_name: str, indices: Any, n: int, mode: str | None) -> tuple[Any, str]:
+  """Indices and gather mode for NumPy's take modes: 'fill' (JAX's default: out-of-bounds
+  reads give `fill_value`), 'clip' (clamped to [0, n-1], so -1 reads entry 0, as in
+  NumPy) and 'wrap' (taken modulo n)."""
+  if not dtypes.is_integer(indices.dtype):
+    raise TypeError(f"jnp.{fun_name}: indices must be integers, got {indices.dtype.name}.")
+  if mode is None or mode == "fill":
+    return indices, "fill"
+  if mode == "clip":
+    return ufuncs.clip(indices, 0, max(n - 1, 0)), "promise_in_bounds"
+  if mode == "wrap":
+    return ufuncs.remainder(indices, max(n, 1)), "promise_in_bounds"
+  if mode == "raise":
+    raise NotImplementedError(f"The 'raise' mode of jnp.{fun_name} is not supported: "
+                              "checking indices would need their values. Use 'fill', "
+                              "'clip' or 'wrap'.")
+  raise ValueError(f"jnp.{fun_name}: invalid mode {mode!r}; expected 'fill', 'clip' or "
+                   "'wrap'.")
+
+
+def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
+         mode: str | None = None, unique_indices: bool = False,
+         indices_are_sorted: bool = False, fill_value: Any = None) -> Any:
+  """The entries of `a` at `indices` along `axis` (of the flattened `a` if None).
+
+  The result's shape is `a.shape[:axis] + indices.shape + a.shape[axis + 1:]`. Negative
+  indices count from the end. Out of bounds, `mode` decides: 'fill' (the default) gives
+  `fill_value` (NaN for inexact types, the most negative signed integer, the largest
+  unsigned one, True); 'clip' clamps; 'wrap' wraps around.
+
+  Example: `take(jnp.array([[1, 2], [3, 4]]), jnp.array([1, 1]), axis=1)` is
+  `[[2, 2], [4, 4]]`.
+  """
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.take is not supported.")
+  a = _as_array("take", a)
+  indices = _as_array("take", indices)
+  if axis is None:
+    a, axis = shape.ravel(a), 0
+  axis = lax_utils.canonicalize_axis(axis, a.ndim)
+  indices, gather_mode = _index_mode("take", indices, a.shape[axis], mode)
+  return indexing.rewriting_take(a, (slice(None),) * axis + (indices,),
+                                 unique_indices=unique_indices,
+                                 indices_are_sorted=indices_are_sorted, mode=gather_mode,
+                                 fill_value=fill_value)
+
+
+def _along_axis(fun_name: str, arr: Any, indices: Any, axis: int | None
+                ) -> tuple[Any, Any, int]:
+  """`arr`, `indices` and the axis for take/put_along_axis: flattened when `axis` is None,
+  same rank, canonical axis."""
+  arr, indices = _as_array(fun_name, arr), _as_array(fun_name, indices)
+  if axis is None:
+    if indices.ndim != 1:
+      raise ValueError(f"jnp.{fun_name}: when axis=None, indices must be one-dimensional, "
+                       f"got shape {indices.shape}.")
+    arr, axis = shape.ravel(arr), 0
+  if arr.ndim != indices.ndim:
+    raise ValueError(f"jnp.{fun_name}: indices and arr must have the same number of "
+                     f"dimensions, got shapes {indices.shape} and {arr.shape}.")
+  return arr, indices, lax_utils.canonicalize_axis(axis, arr.ndim)
+
+
+def _replace(shape_: tuple[int, ...], axis: int, size: int) -> tuple[int, ...]:
+  return (*shape_[:axis], size, *shape_[axis + 1:])
+
+
+def _normalized(indices: Any, n: int) -> Any:
+  """Negative indices counted from the end (the gather and scatter take them as given)."""
+  return ufuncs.where(lax.lt(indices, lax.full_like(indices, 0)),
+                      lax.add(indices, lax.full_like(indices, n)), indices)
+
+
+def _batched_dnums(ndim: int, axis: int) -> tuple[int, ...]:
+  return tuple(d for d in range(ndim) if d != axis)
+
+
+def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None,
+                    fill_value: Any = None) -> Any:
+  """`arr` read at `indices` along `axis`, pairing every other dimension of the two (which
+  broadcast against each other): `out[i, j] = arr[i, indices[i, j]]` for axis=1.
+
+  Example: `take_along_axis(x, argsort(x, axis=1), axis=1)` is `sort(x, axis=1)`.
+  Out-of-bounds indices follow `mode` as in `take`.
+  """
+  arr, indices, axis = _along_axis("take_along_axis", arr, indices, axis)
+  n = arr.shape[axis]
+  batch = lax.broadcast_shapes(_replace(arr.shape, axis, 1), _replace(indices.shape, axis, 1))
+  arr = shape.broadcast_to(arr, _replace(batch, axis, n))
+  indices = shape.broadcast_to(indices, _replace(batch, axis, indices.shape[axis]))
+  indices, gather_mode = _index_mode("take_along_axis", indices, n, mode)
+  if math.prod(indices.shape) == 0 or n == 0:
+    if math.prod(indices.shape) and gather_mode != "fill":
+      raise IndexError(f"jnp.take_along_axis: cannot take from an empty axis {axis}.")
+    fill = slicing._gather_fill_value(arr.dtype) if fill_value is None else fill_value
+    return lax.full(indices.shape, fill, arr.dtype)
+  others = _batched_dnums(arr.ndim, axis)
+  dnums = slicing.GatherDimensionNumbers(
+      offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
+      operand_batching_dims=others, start_indices_batching_dims=others)
+  return slicing.gather(arr, shape.expand_dims(_normalized(indices, n), -1), dnums,
+                        slice_sizes=(1,) * arr.ndim, mode=gather_mode, fill_value=fill_value)
+
+
+def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
+                   inplace: bool = True, *, mode: str | None = None) -> Any:
+  """A copy of `arr` with `values` written at `indices` along `axis` (the inverse of
+  `take_along_axis`). JAX arrays are immutable, so `inplace=False` must be passed.
+  Out-of-bounds indices are dropped ('fill', the default), clamped or wrapped (`mode`)."""
+  if inplace:
+    raise ValueError("jnp.put_along_axis cannot update an array in place (jaxon arrays are "
+                     "immutable): pass inplace=False and use the returned array.")
+  arr, indices, axis = _along_axis("put_along_axis", arr, indices, axis)
+  n = arr.shape[axis]
+  try:
+    indices = shape.broadcast_to(indices, _replace(arr.shape, axis, indices.shape[axis]))
+  except ValueError:
+    raise ValueError(f"jnp.put_along_axis: indices of shape {indices.shape} do not broadcast "
+                     f"against arr of shape {arr.shape} outside axis {axis}.") from None
+  indices, scatter_mode = _index_mode("put_along_axis", indices, n, mode)
+  values = shape.broadcast_to(lax._convert_element_type(_as_array("put_along_axis", values),
+                                                        arr.dtype), indices.shape)
+  if math.prod(indices.shape) == 0:
+    return arr
+  others = _batched_dnums(arr.ndim, axis)
+  dnums = slicing.ScatterDimensionNumbers(
+      update_window_dims=(), inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
+      operand_batching_dims=others, scatter_indices_batching_dims=others)
+  return slicing.scatter(arr, shape.expand_dims(_normalized(indices, n), -1), values, dnums,
+                         mode=scatter_mode)
+
+
+def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,
+             fill_value: Any = 0, out: None = None) -> Any:
+  """The slices of `a` along `axis` (entries of the flattened `a` if None) where the 1-D
+  `condition` is nonzero. A shorter `condition` counts as False past its end.
+
+  `size=` fixes the number of slices (required under jit), padding with `fill_value`.
+
+  Example: `compress(jnp.array([True, False, True]), jnp.array([1, 2, 3]))` is `[1, 3]`.
+  """
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.compress is not supported.")
+  condition, a = _as_array("compress", condition), _as_array("compress", a)
+  if condition.ndim != 1:
+    raise ValueError(f"jnp.compress: condition must be one-dimensional, got shape "
+                     f"{condition.shape}.")
+  if axis is None:
+    a, axis = shape.ravel(a), 0
+  axis = lax_utils.canonicalize_axis(axis, a.ndim)
+  n = a.shape[axis]
+  condition = ufuncs._to_bool(condition)
+  if condition.shape[0] > n:
+    extra = core.concrete_or_error(np.asarray, condition[n:],
+                                   "jnp.compress: condition is longer than the axis.")
+    if extra.any():
+      raise ValueError(f"jnp.compress: condition has True entries past the end of axis "
+                       f"{axis} (of size {n}).")
+    condition = condition[:n]
+  return _run_sized("compress", _compress_sized, condition, a, fill_value, size=size,
+                    max_size=condition.shape[0], sized_axes=axis, axis=axis)
+
+
+@functools.partial(api.jit, static_argnames=("size", "axis"))
+def _compress_sized(condition: Any, a: Any, fill_value: Any, *, size: int, axis: int
+                    ) -> tuple[Any, Any]:
+  positions, valid, count = _first_true(condition, size)
+  if a.shape[axis] == 0:
+    return _full(_replace(a.shape, axis, size), fill_value, a.dtype), count
+  taken = shape.moveaxis(take(a, positions, axis=axis, mode="clip"), axis, 0)
+  return shape.moveaxis(_fill(taken, valid, fill_value), 0, axis), count
+
+
+def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Any:
+  """The entries of `arr` where `condition` is nonzero, both flattened (`size=` as in
+  `compress`)."""
+  condition, arr = _as_array("extract", condition), _as_array("extract", arr)
+  return compress(shape.ravel(condition), shape.ravel(arr), size=size, fill_value=fill_value)
+
+
+def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise") -> Any:
+  """Elementwise `choices[a]`: `a` and the choices broadcast together.
+
+  `mode` handles indices outside [0, len(choices)): 'raise' (needs a concrete `a`),
+  'wrap' (modulo) or 'clip' (clamped).
+
+  Example: `choose(jnp.array([0, 1, 0]), [jnp.zeros(3), jnp.ones(3)])` is `[0., 1., 0.]`.
+  """
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.choose is not supported.")
+  a = _as_array("choose", a)
+  if not dtypes.is_integer(a.dtype):
+    raise TypeError(f"jnp.choose: a must be integers, got {a.dtype.name}.")
+  choices = [_as_array("choose", c) for c in choices]
+  n = len(choices)
+  if n == 0:
+    raise ValueError("jnp.choose: choices must not be empty.")
+  if mode == "raise":
+    host = core.concrete_or_error(
+        np.asarray, a, "jnp.choose with mode='raise' needs a concrete a, to check it; under "
+        "jit use mode='wrap' or mode='clip'.")
+    if np.any((host < 0) | (host >= n)):
+      raise ValueError(f"jnp.choose: invalid entry in choice array (choices has {n} arrays).")
+  elif mode == "wrap":
+    a = ufuncs.remainder(a, n)
+  elif mode == "clip":
+    a = ufuncs.clip(a, 0, n - 1)
+  else:
+    raise ValueError(f"jnp.choose: invalid mode {mode!r}; expected 'raise', 'wrap' or 'clip'.")
+  a, *choices = shape.broadcast_arrays(a, *util.promote_dtypes(*choices))
+  return lax.select_n(lax.convert_element_type(a, np.int32), *choices)
+
+
+# ----------------------------------------------------------------------------- append, insert, …
+
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+  """`values` appended to `arr` along `axis` (both flattened when `axis` is None)."""
+  arr, values = _as_array("append", arr), _as_array("append", values)
+  if axis is None:
+    return shape.concatenate([shape.ravel(arr), shape.ravel(values)], 0)
+  return shape.concatenate([arr, values], axis)
+
+
+def _insertion_indices(obj: Any, n: int) -> Any:
+  """`insert`'s `obj` as an integer array of rank 0 or 1."""
+  if isinstance(obj, slice):
+    return np.arange(*obj.indices(n))
+  indices = obj if isinstance(obj, (core.Tracer, Array)) else np.asarray(obj)
+  if np.ndim(indices) > 1:
+    raise ValueError("jnp.insert: obj must be a slice, a one-dimensional array or a scalar.")
+  if not dtypes.is_integer(indices.dtype):
+    if np.size(indices) == 0 and isinstance(indices, np.ndarray):
+      return indices.astype(np.int64)
+    raise ValueError(f"jnp.insert: index array must be integer typed, got "
+                     f"{indices.dtype.name}.")
+  return indices
+
+
+def insert(arr: Any, obj: Any, values: Any, axis: int | None = None) -> Any:
+  """`values` inserted into `arr` before the indices `obj` along `axis` (of the flattened
+  `arr` if None). Indices may be traced; they are clipped to [-n, n].
+
+  Example: `insert(jnp.array([1, 2, 3]), 1, 9)` is `[1, 9, 2, 3]`.
+  """
+  a = _as_array("insert", arr)
+  if axis is None:
+    a, axis = shape.ravel(a), 0
+  axis = lax_utils.canonicalize_axis(axis, a.ndim)
+  indices = _insertion_indices(obj, a.shape[axis])
+  return _insert(a, indices, _as_array("insert", values), axis=axis)
+
+
+@functools.partial(api.jit, static_argnames="axis")
+def _insert(a: Any, indices: Any, values: Any, *, axis: int) -> Any:
+  n = a.shape[axis]
+  values = lax_numpy.array(values, dtype=a.dtype, ndmin=a.ndim)
+  if np.ndim(indices) == 0:
+    values = shape.moveaxis(values, 0, axis)
+    indices = shape.broadcast_to(indices, (values.shape[axis],))
+  k = lax.broadcast_shapes(np.shape(indices), (values.shape[axis],))[0]
+  values = shape.broadcast_to(values, _replace(a.shape, axis, k))
+  indices = ufuncs.clip(_normalized(lax_numpy.asarray(indices, _int_dtype()), n), 0, n)
+  indices = shape.broadcast_to(indices, (k,))
+  # Value t lands at its index plus the number of values placed before it (a stable sort
+  # of the indices orders them); element j moves right by the number of indices <= j.
+  order = sorting.argsort(indices)
+  value_pos = lax.add(indices, sorting.argsort(order))
+  moves = searchsorted(take(indices, order, mode="clip"), _iota(n), side="right")
+  arr_pos = lax.add(_iota(n), lax.convert_element_type(moves, _int_dtype()))
+  source = sorting.argsort(shape_ops.concatenate([arr_pos, value_pos], 0))
+  return take(shape.concatenate([a, values], axis), source, axis=axis, mode="clip")
+
+
+def delete(arr: Any, obj: Any, axis: int | None = None, *,
+           assume_unique_indices: bool = False) -> Any:
+  """`arr` without the entries at `obj` (an index, a slice, indices or a boolean mask)
+  along `axis` (of the flattened `arr` if None).
+
+  `obj` must be concrete, since it sets the result's length, unless
+  `assume_unique_indices=True` promises distinct in-bounds indices: then they may be
+  traced.
+
+  Example: `delete(jnp.array([1, 2, 3, 4]), [0, 2])` is `[2, 4]`.
+  """
+  a = _as_array("delete", arr)
+  if axis is None:
+    a, axis = shape.ravel(a), 0
+  axis = lax_utils.canonicalize_axis(axis, a.ndim)
+  n = a.shape[axis]
+  if assume_unique_indices and not isinstance(obj, slice):
+    obj = _as_array("delete", obj)
+    if not dtypes.is_integer(obj.dtype):
+      raise TypeError(f"jnp.delete: indices must be integers, got {obj.dtype.name}.")
+    return _delete_unique(a, obj, axis=axis)
+  if not isinstance(obj, slice):
+    obj = core.concrete_or_error(
+        np.asarray, obj, "jnp.delete: obj must be concrete (it decides the length of the "
+        "result). For traced indices pass assume_unique_indices=True.")
+    if obj.size == 0:  # an empty list is an empty float array to NumPy
+      obj = obj.astype(np.int64)
+  return take(a, np.delete(np.arange(n), obj), axis=axis, mode="clip")
+
+
+@functools.partial(api.jit, static_argnames="axis")
+def _delete_unique(a: Any, obj: Any, *, axis: int) -> Any:
+  """Deletes the distinct indices `obj`: with the deleted ones sorted as s_0 < s_1 < …,
+  kept entry j is j plus the number of k with s_k - k <= j."""
+  n = a.shape[axis]
+  deleted = sorting.sort(_normalized(lax.convert_element_type(shape.ravel(obj), _int_dtype()),
+                                     n))
+  shifted = lax.sub(deleted, _iota(deleted.shape[0]))
+  kept = _iota(n - deleted.shape[0])
+  passed = lax.ge(shape.expand_dims(kept, 0), shape.expand_dims(shifted, 1))
+  kept = lax.add(kept, reductions.sum(passed, axis=0, dtype=_int_dtype()))
+  return take(a, kept, axis=axis, mode="clip")
+
+
+def resize(a: Any, new_shape: int | Sequence[int]) -> Any:
+  """An array of `new_shape` filled with `a`'s entries repeated in order (zeros if `a` is
+  empty)."""
+  a = _as_array("resize", a)
+  new_shape = tuple(int(d) for d in np.atleast_1d(shape._static_ints("resize", "new_shape",
+                                                                     new_shape)))
+  if any(d < 0 for d in new_shape):
+    raise ValueError(f"jnp.resize: all elements of new_shape must be non-negative, got "
+                     f"{new_shape}.")
+  total = math.prod(new_shape)
+  if a.size == 0 or total == 0:
+    return lax.full(new_shape, 0, a.dtype)
+  flat = shape.ravel(a)
+  repeated = shape_ops.concatenate([flat] * -(-total // a.size), 0)
+  return shape.reshape(slicing.slice_in_dim(repeated, 0, total), new_shape)
+
+
+def trim_zeros(filt: Any, trim: str = "fb") -> Any:
+  """The 1-D `filt` without its leading ('f' in `trim`) and trailing ('b') zeros. The
+  input must be concrete: the result's length depends on its values."""
+  filt = _as_array("trim_zeros", filt)
+  if filt.ndim != 1:
+    raise ValueError(f"jnp.trim_zeros: filt must be one-dimensional, got shape "
+                     f"{filt.shape}.")
+  trim = trim.lower()
+  host = core.concrete_or_error(np.asarray, filt, "jnp.trim_zeros needs a concrete input: the "
+                                "length of its result depends on the values.")
+  nonzero_at = np.flatnonzero(host)
+  if nonzero_at.size == 0:
+    return filt[:0]
+  start = int(nonzero_at[0]) if "f" in trim else 0
+  stop = int(nonzero_at[-1]) + 1 if "b" in trim else host.shape[0]
+  return filt[start:stop]
+
+
+# ----------------------------------------------------------------------------- flat indices
+
+def _dims(fun_name: str, shape_: Any) -> tuple[int, ...]:
+  return tuple(int(d) for d in np.atleast_1d(shape._static_ints(fun_name, "shape", shape_)))
+
+
+def unravel_index(indices: Any, shape: int | Sequence[int]) -> tuple[Any, ...]:
+  """The coordinates in an array of `shape` of C-order flat `indices`.
+
+  Unlike NumPy, negative indices count from the end and out-of-bounds ones are clipped
+  (JAX's behaviour: no error can be raised for traced values).
+
+  Example: `unravel_index(5, (2, 3))` is `(1, 2)`.
+  """
+  indices = _as_array("unravel_index", indices)
+  if not dtypes.is_integer(indices.dtype):
+    raise TypeError(f"jnp.unravel_index: indices must be integers, got "
+                    f"{indices.dtype.name}.")
+  dims = _dims("unravel_index", shape)
+  total = math.prod(dims)
+  if total == 0:
+    raise ValueError(f"jnp.unravel_index: cannot unravel into the empty shape {dims}.")
+  clipped = ufuncs.clip(indices, -total, total - 1)
+  flat = _normalized(clipped, total)
+  return tuple(_unravel(flat, dims))
+
+
+def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
+                      order: str = "C") -> Any:
+  """The flat indices (C or Fortran order) of the coordinates `multi_index` in an array
+  of shape `dims`.
+
+  `mode` handles coordinates out of bounds: 'raise' (needs concrete coordinates), 'wrap'
+  or 'clip'.
+
+  Example: `ravel_multi_index((jnp.array([1]), jnp.array([2])), (2, 3))` is `[5]`.
+  """
+  dims = _dims("ravel_multi_index", dims)
+  if not dims:
+    raise ValueError("jnp.ravel_multi_index: dims must have at least one dimension.")
+  multi_index = [_as_array("ravel_multi_index", i) for i in multi_index]
+  if len(multi_index) != len(dims):
+    raise ValueError(f"jnp.ravel_multi_index: got {len(multi_index)} coordinate arrays for "
+                     f"{len(dims)} dimensions.")
+  if any(not dtypes.is_integer(i.dtype) for i in multi_index):
+    raise TypeError("jnp.ravel_multi_index: only integer coordinate arrays are supported.")
+  if mode == "raise":
+    for i, d in zip(multi_index, dims):
+      host = core.concrete_or_error(
+          np.asarray, i, "jnp.ravel_multi_index with mode='raise' needs concrete "
+          "coordinates, to check them; under jit use mode='wrap' or mode='clip'.")
+      if np.any((host < 0) | (host >= d)):
+        raise ValueError("jnp.ravel_multi_index: invalid entry in coordinates array.")
+  elif mode == "wrap":
+    multi_index = [ufuncs.remainder(i, d) for i, d in zip(multi_index, dims)]
+  elif mode == "clip":
+    multi_index = [ufuncs.clip(i, 0, d - 1) for i, d in zip(multi_index, dims)]
+  else:
+    raise ValueError(f"jnp.ravel_multi_index: invalid mode {mode!r}; expected 'raise', "
+                     "'wrap' or 'clip'.")
+  if order not in ("C", "F"):
+    raise ValueError(f"jnp.ravel_multi_index: order must be 'C' or 'F', got {order!r}.")
+  strides = _strides(dims if order == "C" else dims[::-1])
+  strides = strides if order == "C" else strides[::-1]
+  multi_index = util.promote_dtypes(*multi_index)
+  return sum((ufuncs.multiply(i, s) for i, s in zip(multi_index[1:], strides[1:])),
+             start=ufuncs.multiply(multi_index[0], strides[0]))
+
+
+def _strides(dims: tuple[int, ...]) -> list[int]:
+  """C-order strides (in elements) of `dims`."""
+  return [math.prod(dims[i + 1:]) for i in range(len(dims))]
