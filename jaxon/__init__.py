@@ -49,5 +49,7 @@ from jaxon import core as core
 from jaxon import ops as ops
 from jaxon import errors as errors
 from jaxon import test_util as test_util
+from jaxon import scipy as scipy
+from jaxon import nn as nn
 
 __version__ = "0.1.0"

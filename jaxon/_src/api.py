@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import operator
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,14 @@ def _abstractify(x: Any, where: str = "") -> ShapedArray:
                     "the argument static with static_argnums/static_argnames.") from None
 
 
+_aval_of = operator.attrgetter("aval")
+
+
 def _flat_avals(leaves: Sequence[Any]) -> tuple[ShapedArray, ...]:
-  return tuple(x.aval if type(x) is Array else _abstractify(x) for x in leaves)
+  try:  # Arrays and tracers: `map` runs in C, where a Python loop would cost a call each
+    return tuple(map(_aval_of, leaves))
+  except AttributeError:
+    return tuple([_abstractify(x) for x in leaves])
 
 
 def _flatten_fun(fun: Callable, in_tree: tree_util.PyTreeDef, out_tree_store: list
@@ -46,10 +53,24 @@ def _flatten_fun(fun: Callable, in_tree: tree_util.PyTreeDef, out_tree_store: li
 # ----------------------------------------------------------------------------- jit
 
 
-class _CacheEntry(NamedTuple):
-  jaxpr: ClosedJaxpr  # consts that are tracers of an enclosing trace become leading args
-  const_args: list[Any]
-  out_tree: tree_util.PyTreeDef
+class _CacheEntry:
+  """What tracing one signature of a jitted function gave, and the executable that runs it
+  (compiled on the first eager call; a call under another transformation stages `pjit`)."""
+
+  __slots__ = ("jaxpr", "const_args", "in_tree", "out_tree", "executable")
+
+  def __init__(self, jaxpr: ClosedJaxpr, const_args: list[Any], in_tree: tree_util.PyTreeDef,
+               out_tree: tree_util.PyTreeDef):
+    self.jaxpr = jaxpr  # consts that are tracers of an enclosing trace become leading args
+    self.const_args = const_args
+    self.in_tree = in_tree
+    self.out_tree = out_tree
+    self.executable: executable.Executable | None = None  # set by `compile`
+
+  def compile(self, name: str) -> executable.Executable:
+    if self.executable is None:
+      self.executable = executable.executable_for(self.jaxpr, name)
+    return self.executable
 
 
 def _trace_for_jit(fun: Callable, name: str, in_tree: tree_util.PyTreeDef,
@@ -58,9 +79,9 @@ def _trace_for_jit(fun: Callable, name: str, in_tree: tree_util.PyTreeDef,
   flat_fun = _flatten_fun(fun, in_tree, out_tree_store)
   jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
   if any(isinstance(c, core.Tracer) for c in consts):
-    return _CacheEntry(ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), consts,
+    return _CacheEntry(ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), consts, in_tree,
                        out_tree_store[0])
-  return _CacheEntry(ClosedJaxpr(jaxpr, consts), [], out_tree_store[0])
+  return _CacheEntry(ClosedJaxpr(jaxpr, consts), [], in_tree, out_tree_store[0])
 
 
 class JitFunction:
@@ -74,22 +95,30 @@ class JitFunction:
     self._static_argnums = static_argnums
     self._static_argnames = static_argnames
     self._cache: dict[Hashable, _CacheEntry] = {}
+    # The key and entry of the last call: a call that repeats its signature (the usual
+    # case) is found by comparing keys, without hashing them (aval hashing runs Python).
+    self._last: tuple[Hashable, _CacheEntry | None] = (None, None)
 
-  def _signature(self, args: tuple, kwargs: dict) -> tuple:
-    """(flat dynamic args, input tree, static values): what the cache is keyed on."""
-    if self._static_argnums or self._static_argnames:
-      statics = tuple(args[i] for i in self._static_argnums if i < len(args)) + tuple(
-          (k, kwargs[k]) for k in self._static_argnames if k in kwargs)
-      args = tuple(a for i, a in enumerate(args) if i not in self._static_argnums)
-      kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
-    else:
-      statics = ()
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-    return leaves, in_tree, statics
+  def _split_statics(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple[tuple, dict]]:
+    """(static values, (dynamic args, dynamic kwargs))."""
+    statics = tuple(args[i] for i in self._static_argnums if i < len(args)) + tuple(
+        (k, kwargs[k]) for k in self._static_argnames if k in kwargs)
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in self._static_argnums)
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
+    return statics, (dyn_args, dyn_kwargs)
 
   def _entry(self, args: tuple, kwargs: dict) -> tuple[list[Any], _CacheEntry]:
-    leaves, in_tree, statics = self._signature(args, kwargs)
-    key = (in_tree, statics, _flat_avals(leaves))
+    """The flat dynamic arguments and the cache entry of their signature: (input tree,
+    static values, avals). Runs on every call, so it does no more than that."""
+    statics, dynamic = (), (args, kwargs)
+    if self._static_argnums or self._static_argnames:
+      statics, dynamic = self._split_statics(args, kwargs)
+    leaves, in_tree = tree_util.registry.flatten(dynamic)
+    avals = _flat_avals(leaves)
+    key = (in_tree, statics, avals)
+    last_key, last_entry = self._last
+    if not statics and key == last_key:  # statics may not compare safely (arrays)
+      return leaves, last_entry
     try:
       entry = self._cache.get(key)
     except TypeError as e:
@@ -97,9 +126,11 @@ class JitFunction:
                        f"got static values {statics}. Static arguments must be hashable "
                        "(use a tuple instead of a list).") from e
     if entry is None:
-      entry = self._trace(args, kwargs, statics, in_tree, key[2])
+      entry = self._trace(args, kwargs, statics, in_tree, avals)
       if not entry.const_args:
         self._cache[key] = entry
+    if not entry.const_args:
+      self._last = (key, entry)
     return leaves, entry
 
   def _trace(self, args: tuple, kwargs: dict, statics: tuple, in_tree: tree_util.PyTreeDef,
@@ -115,18 +146,19 @@ class JitFunction:
     return _trace_for_jit(fun_of_dynamic, self._name, in_tree, avals)
 
   def __call__(self, *args: Any, **kwargs: Any) -> Any:
-    if config.jax_disable_jit:
+    # Every step of this path is paid on each call of a jitted function: keep it short.
+    if config.read("jax_disable_jit"):
       return self._fun(*args, **kwargs)
     leaves, entry = self._entry(args, kwargs)
     if core.is_eval_trace_current():
-      outs = executable.executable_for(entry.jaxpr, self._name)(leaves)
+      outs = (entry.executable or entry.compile(self._name))(leaves)
     else:
       outs = pjit_p.bind(*entry.const_args, *leaves, jaxpr=entry.jaxpr, name=self._name)
     return entry.out_tree.unflatten(outs)
 
   def lower(self, *args: Any, **kwargs: Any) -> Lowered:
     _, entry = self._entry(args, kwargs)
-    return Lowered(entry.jaxpr, self._name)
+    return Lowered(entry, self._name)
 
   def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
     _, entry = self._entry(args, kwargs)
@@ -146,15 +178,58 @@ class JitFunction:
 class Lowered:
   """A jitted function lowered for one signature: its StableHLO text, and compilation."""
 
-  def __init__(self, jaxpr: ClosedJaxpr, name: str):
-    self._jaxpr = jaxpr
+  def __init__(self, entry: _CacheEntry, name: str):
+    self._entry = entry
     self._name = name
 
   def as_text(self) -> str:
-    return str(mlir.lower_jaxpr_to_module(self._jaxpr.jaxpr, self._name))
+    return str(mlir.lower_jaxpr_to_module(self._entry.jaxpr.jaxpr, self._name))
 
-  def compile(self) -> executable.Executable:
-    return executable.executable_for(self._jaxpr, self._name)
+  def compile(self) -> Compiled:
+    if self._entry.const_args:
+      raise TypeError(f"jit({self._name}).lower(...).compile(): the function closes over "
+                      "values traced by an enclosing transformation, so it cannot be "
+                      "compiled on its own; call the jitted function instead.")
+    return Compiled(self._entry, self._name)
+
+
+class Compiled:
+  """A jitted function compiled for one signature. As in JAX, it is called with the
+  dynamic arguments only (static ones were fixed by `lower`), in the same pytree structure
+  and with the same shapes and dtypes."""
+
+  def __init__(self, entry: _CacheEntry, name: str):
+    self._entry = entry
+    self._name = name
+    self._executable = entry.compile(name)
+
+  def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    if in_tree != self._entry.in_tree:
+      raise TypeError(f"Function compiled with input pytree {self._entry.in_tree} does not "
+                      f"match the input pytree it was called with, {in_tree}.")
+    for want, got in zip(self._executable.in_avals, _flat_avals(leaves)):
+      if (want.shape, want.dtype) != (got.shape, got.dtype):
+        self._raise_type_mismatch(args, kwargs)
+    return self._entry.out_tree.unflatten(self._executable(leaves))
+
+  def _raise_type_mismatch(self, args: tuple, kwargs: dict) -> None:
+    paths, _ = tree_util.tree_flatten_with_path((args, kwargs))
+    mismatches = []
+    for (path, leaf), want in zip(paths, self._executable.in_avals):
+      got = _abstractify(leaf)
+      if (want.shape, want.dtype) != (got.shape, got.dtype):
+        where = ("args", "kwargs")[path[0].idx] + tree_util.keystr(path[1:])
+        mismatches.append(f"argument {where} compiled with {want.str_short(False)} and "
+                          f"called with {got.str_short(False)}")
+    raise TypeError("Argument types differ from the types for which this computation was "
+                    "compiled: " + "; ".join(mismatches))
+
+  def as_text(self) -> str:
+    return self._executable.loaded.hlo_modules()[0].to_string()
+
+  def __repr__(self) -> str:
+    return f"<compiled function {self._name}>"
 
 
 def _normalize_static(fun: Callable, static_argnums: int | Sequence[int] | None,
@@ -171,6 +246,9 @@ def _normalize_static(fun: Callable, static_argnums: int | Sequence[int] | None,
   positional = [p.name for p in params
                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
   has_varargs = any(p.kind is p.VAR_POSITIONAL for p in params)
+  if not has_varargs and any(not -len(positional) <= n < len(positional) for n in nums):
+    raise ValueError(f"Jitted function has static_argnums={nums}, but only accepts "
+                     f"{len(positional)} positional arguments.")
   nums = tuple(sorted(n % len(positional) if n < 0 and not has_varargs else n for n in nums))
   names = names + tuple(positional[n] for n in nums
                         if n < len(positional) and positional[n] not in names)
@@ -740,7 +818,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
                        f"but got len(in_axes)={len(axes)}, len(args)={len(args)}")
     leaves, in_tree = tree_util.tree_flatten((args, kwargs))
     dims = _broadcast_prefix((tuple(axes), 0), (args, kwargs), "in_axes")
-    dims = [None if d is None else _normalize_axis(d, core.get_aval(x).ndim, "in_axes")
+    dims = [None if d is None else _normalize_axis(d, core.get_aval(x).shape)
             for x, d in zip(leaves, dims)]
     size = axis_size if axis_size is not None else _mapped_axis_size(leaves, dims)
     out_tree_store: list = []
@@ -754,11 +832,14 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
   return vmap_f
 
 
-def _normalize_axis(d: int, ndim: int, what: str) -> int:
+def _normalize_axis(d: int, shape: tuple[int, ...]) -> int:
+  if not isinstance(d, int):
+    raise TypeError(f"vmap in_axes must be ints, None, or pytrees of those; got {d!r}")
+  ndim = len(shape)
   if not -ndim <= d < ndim:
     raise ValueError(f"vmap was requested to map its argument along axis {d}, which "
                      f"implies that its rank should be at least {max(d + 1, -d)}, but is "
-                     f"only {ndim} (its shape is ...)")
+                     f"only {ndim} (its shape is {shape})")
   return d % ndim
 
 

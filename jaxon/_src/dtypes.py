@@ -8,12 +8,13 @@ Python types are the nodes `i*`, `f*`, `c*`.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from jaxon._src.config import x64_enabled
+from jaxon._src.config import config, x64_enabled
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16).type
 float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn).type
@@ -41,17 +42,43 @@ _SUPPORTED = {np.dtype(t) for t in (bool_, int8, int16, int32, int64, uint8, uin
 _SUPPORTED |= set(_CUSTOM_FLOATS)
 
 
+# canonicalize_dtype's answers, by x64 flag (False, True) and by the dtype-like asked about
+# (np.float32, "float32", np.dtype("float32"), float, …). Every operation canonicalizes
+# dtypes, and np.dtype() plus the checks cost about a microsecond; a dict lookup does not.
+# A key equal to another (np.dtype("int64") == int) always has the same answer.
+_CANONICAL: tuple[dict[Any, np.dtype], dict[Any, np.dtype]] = ({}, {})
+
+
+# The x64 flag, kept here by a config listener: every operation reads it, several times.
+_x64 = x64_enabled()
+
+
+def _track_x64(name: str, value: Any) -> None:
+  global _x64
+  if name == "jax_enable_x64":
+    _x64 = bool(value)
+
+
+config.on_update(_track_x64)
+
+
 def canonicalize_dtype(dtype: Any) -> np.dtype:
   """The dtype an array of `dtype` actually gets: 64-bit types narrow unless x64 is on."""
+  try:
+    return _CANONICAL[_x64][dtype]
+  except (KeyError, TypeError):  # not seen yet, or unhashable
+    return _canonicalize_in(dtype, _x64)
+
+
+def _canonicalize_in(dtype: Any, x64: bool) -> np.dtype:
   dt = np.dtype(dtype)
-  if dt == float0:
-    return dt
-  if dt not in _SUPPORTED:
+  if dt not in _SUPPORTED and dt != float0:
     raise TypeError(f"dtype {dt.name!r} is not a valid jaxon array type; jaxon supports "
                     f"{sorted(d.name for d in _SUPPORTED)}")
-  if x64_enabled():
-    return dt
-  return _TO_32.get(dt, dt)
+  out = dt if x64 else _TO_32.get(dt, dt)
+  if isinstance(dtype, (np.dtype, type, str)):  # not values with a .dtype: 2.0 == float32(2)
+    _CANONICAL[x64][dtype] = out
+  return out
 
 
 _PY_SCALAR_DTYPES = {bool: np.dtype(bool), int: np.dtype(np.int64),
@@ -86,13 +113,18 @@ def dtype(x: Any, canonicalize: bool = False) -> np.dtype:
   scalar_dtype = _PY_SCALAR_DTYPES.get(type(x))
   if scalar_dtype is not None:
     dt = scalar_dtype
+  elif (aval := getattr(x, "aval", None)) is not None:  # arrays and tracers, directly
+    dt = aval.dtype
   elif hasattr(x, "dtype"):
     dt = np.dtype(x.dtype)
   elif isinstance(x, (np.dtype, type, str)):
     dt = np.dtype(x)
   else:
     dt = np.result_type(x)
-  return canonicalize_dtype(dt) if canonicalize else dt
+  if not canonicalize:
+    return dt
+  out = _CANONICAL[_x64].get(dt)  # canonicalize_dtype's quick path, without the call
+  return canonicalize_dtype(dt) if out is None else out
 
 
 _ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexfloating,
@@ -175,7 +207,7 @@ class TypePromotionError(ValueError):
 
 
 def _join(a: Any, b: Any) -> Any:
-  return _join_in(a, b, x64_enabled())
+  return _join_in(a, b, _x64)
 
 
 @functools.cache
@@ -202,10 +234,6 @@ def _node_of(dt: np.dtype, weak: bool) -> Any:
     if dt.kind == "c":
       return _WEAK_COMPLEX
   return dt
-
-
-_WEAK_NODE_DTYPE = {_WEAK_INT: default_int_dtype, _WEAK_FLOAT: default_float_dtype,
-                    _WEAK_COMPLEX: default_complex_dtype}
 
 
 _PY_TYPE_NODES = ((int, _WEAK_INT), (float, _WEAK_FLOAT), (complex, _WEAK_COMPLEX))
@@ -240,16 +268,45 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
   """The canonical dtype of an operation on `args`, following JAX's promotion lattice."""
   if not args:
     raise ValueError("at least one array or dtype is required")
+  out = operand_type(args)
+  return out if return_weak_type_flag else out[0]
+
+
+def operand_type(args: Sequence[Any], inexact: bool = False) -> tuple[np.dtype, bool]:
+  """(dtype, weak type) that jaxon.numpy converts the operands `args` to: their
+  `result_type`, made inexact if asked (as `sin` of an int computes in float)."""
+  # Every operation asks, so this is a plain loop that reads arrays and tracers (the usual
+  # operands) inline: a call per operand would cost more than the (cached) promotion.
+  key = []
+  for x in args:
+    aval = getattr(x, "aval", None)
+    if aval is not None:
+      key.append((aval.dtype, aval.weak_type))
+    else:
+      key.append(_PY_SCALAR_KEYS.get(type(x)) or _dtype_and_weakness(x))
+  return _promote(tuple(key), _x64, inexact)
+
+
+# (dtype, weak type) of each Python scalar type; bool is strong (JAX's rule).
+_PY_SCALAR_KEYS = {t: (dt, t is not bool) for t, dt in _PY_SCALAR_DTYPES.items()}
+
+
+@functools.cache
+def _promote(dtypes_and_weakness: tuple[tuple[np.dtype, bool], ...], x64: bool,
+             inexact: bool) -> tuple[np.dtype, bool]:
+  """(canonical dtype, weak type) of the join of the inputs; cached, since every
+  operation asks and the combinations in a program are few."""
   node = None
-  for arg in args:
-    dt, weak = _dtype_and_weakness(arg)
+  for dt, weak in dtypes_and_weakness:
     arg_node = _node_of(dt, weak)
-    node = arg_node if node is None else _join(node, arg_node)
+    node = arg_node if node is None else _join_in(node, arg_node, x64)
   if isinstance(node, str):
-    out, weak = _WEAK_NODE_DTYPE[node](), True
+    out, weak = _canonicalize_in(_WEAK_NODE_PY_DTYPE[node], x64), True
   else:
-    out, weak = canonicalize_dtype(node), False
-  return (out, weak) if return_weak_type_flag else out
+    out, weak = _canonicalize_in(node, x64), False
+  if inexact:
+    out = _canonicalize_in(to_inexact_dtype(out), x64)
+  return out, weak
 
 
 def to_inexact_dtype(dt: Any) -> np.dtype:

@@ -7,11 +7,13 @@ whose public `main` takes the constvars, then the invars.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir._mlir_libs import _jax_mlir_ext
 from jaxlib.mlir.dialects import chlo, func
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -106,8 +108,20 @@ class LoweringRuleContext:
     return dataclasses.replace(self, **kw)
 
 
+@functools.cache
+def _upstream_dialects() -> ir.DialectRegistry:
+  """MLIR's own dialects (func, arith, …) as jaxlib builds them in."""
+  registry = ir.DialectRegistry()
+  _jax_mlir_ext.register_dialects(registry)
+  return registry
+
+
 def make_ir_context() -> ir.Context:
+  """A fresh context that knows func, StableHLO and CHLO. Without `func` loaded, modules
+  still compile but print as generic MLIR (`"func.func"() ({...})`)."""
   context = ir.Context()
+  context.append_dialect_registry(_upstream_dialects())
+  context.dialects["func"]  # loads it: the registry alone only makes it available
   chlo.register_dialect(context)
   hlo.register_dialect(context)
   return context

@@ -180,12 +180,53 @@ def device_put_numpy(value: Any, dtype: Any = None, weak_type: bool = False,
   """Places a NumPy value on the device as an Array of the canonical dtype."""
   dtype = dtypes.canonicalize_dtype(value.dtype if dtype is None else dtype)
   host = np.asarray(value, dtype=dtype)
-  aval = ShapedArray(host.shape, dtype, weak_type)
+  aval = intern_aval(ShapedArray(host.shape, dtype, weak_type))
   semantics = (_jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL if copy
                else _jax.HostBufferSemantics.ZERO_COPY)
   buf = _jax.batched_device_put(aval, client.default_sharding(), [host], [client.devices()[0]],
                                 True, False, semantics, enable_x64=x64_enabled())
   return Array(aval, buf)
+
+
+# Device copies of scalar constants, keyed by their bytes, dtype and weak type: the bytes
+# (not the Python value) keep 0.0 and -0.0 apart, and let NaNs hit. Bounded by starting over.
+_scalar_constants: dict[tuple[bytes, np.dtype, bool], Array] = {}
+_MAX_SCALAR_CONSTANTS = 1024
+
+
+def scalar_constant(value: Any, dtype: np.dtype, weak_type: bool) -> Array:
+  """A 0-d Array holding `value` (a Python or NumPy scalar) converted to the canonical
+  `dtype` as `lax.convert_element_type` converts constants (NumPy's casting, the real part
+  of a complex); the same Array is returned again for the same constant.
+
+  Eager code like `x * 2.0` would otherwise copy the scalar to the device on every
+  operation, which costs more than the operation itself. Sharing is safe because Arrays
+  are immutable; one that was deleted is replaced.
+  """
+  host = np.asarray(value)
+  if host.dtype.kind == "c" and dtype.kind != "c":
+    host = host.real
+  host = host.astype(dtype)
+  key = (host.tobytes(), dtype, weak_type)
+  arr = _scalar_constants.get(key)
+  if arr is None or arr._buf.is_deleted():
+    if len(_scalar_constants) >= _MAX_SCALAR_CONSTANTS:
+      _scalar_constants.clear()
+    arr = _scalar_constants[key] = device_put_numpy(host, dtype, weak_type)
+  return arr
+
+
+# One ShapedArray object per distinct aval, for the Arrays of the runtime: cache keys made
+# of avals (eager dispatch, jit signatures) then compare equal by identity, which Python
+# checks before calling ShapedArray.__eq__. Bounded by starting over.
+_interned_avals: dict[ShapedArray, ShapedArray] = {}
+_MAX_INTERNED_AVALS = 4096
+
+
+def intern_aval(aval: ShapedArray) -> ShapedArray:
+  if len(_interned_avals) >= _MAX_INTERNED_AVALS:
+    _interned_avals.clear()
+  return _interned_avals.setdefault(aval, aval)
 
 
 core.register_aval_handler(Array, lambda x: x.aval)

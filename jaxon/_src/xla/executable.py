@@ -5,6 +5,7 @@ program and reuses it; `jit` compiles a whole jaxpr the same way.
 """
 from __future__ import annotations
 
+import operator
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -17,7 +18,7 @@ from jaxon._src.config import config
 from jaxon._src.core import Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxon._src.interpreters import mlir
 from jaxon._src.xla import client
-from jaxon._src.xla.array import Array, device_put_numpy
+from jaxon._src.xla.array import Array, device_put_numpy, intern_aval, scalar_constant
 
 
 class Executable:
@@ -31,52 +32,93 @@ class Executable:
     self.loaded = client.backend().compile_and_load(
         mlir_module_bytes(module), client.device_list(), xla_client.CompileOptions())
     self.in_avals = [v.aval for v in jaxpr.invars]
-    self.out_avals = [v.aval for v in jaxpr.outvars]
+    self.out_avals = [intern_aval(v.aval) for v in jaxpr.outvars]
     sharding = client.default_sharding()
     self._handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
                       for a in self.out_avals]
     self._const_bufs = [to_buffer(c, v.aval) for c, v in zip(consts, jaxpr.constvars)]
 
   def __call__(self, args: Sequence[Any]) -> list[Array]:
-    bufs = self._const_bufs + [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
+    """Runs the program on `args` (Arrays, or NumPy values and Python scalars of the
+    argument avals). Every eager op and jit call pays for this, so it is lean."""
     try:
-      results = self.loaded.execute_sharded(bufs).consume_with_handlers(self._handlers)
+      bufs = list(map(_buffer_of, args))
+    except AttributeError:  # not all Arrays
+      bufs = [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
+    try:
+      results = self.loaded.execute_sharded(
+          self._const_bufs + bufs if self._const_bufs else bufs
+      ).consume_with_handlers(self._handlers)
     except _jax.JaxRuntimeError:
       for x in args:  # jaxlib's message for a deleted argument does not say which
         if type(x) is Array:
           x._check_if_deleted()
       raise
-    return [Array(aval, buf) for aval, buf in zip(self.out_avals, results)]
+    return list(map(Array, self.out_avals, results))
 
 
 def mlir_module_bytes(module: Any) -> bytes:
   return module.operation.get_asm(binary=True, enable_debug_info=False)
 
 
+# `map` with these runs in C: a Python-level loop or comprehension costs several times more
+# than the rest of an eager op's bookkeeping. Only Arrays have `_buf`.
+_buffer_of = operator.attrgetter("_buf")
+_aval_of = operator.attrgetter("aval")
+
+
 def to_buffer(x: Any, aval: ShapedArray) -> _jax.ArrayImpl:
-  """The device buffer behind an argument, placing NumPy values and Python scalars."""
+  """The device buffer behind an argument, placing NumPy values and Python scalars
+  (scalars through the cache of constants: eager code passes the same ones again and
+  again)."""
   if type(x) is Array:
     return x._buf
+  if isinstance(x, core.Tracer):
+    raise _escaped_tracer_error(x)
+  if not aval.shape:
+    return scalar_constant(x, aval.dtype, aval.weak_type)._buf
   return device_put_numpy(np.asarray(x), aval.dtype, aval.weak_type)._buf
 
 
 # ----------------------------------------------------------------------------- eager ops
 
 _primitive_cache: dict[tuple, Executable] = {}
+# Each parameterless primitive's last (input avals, executable). Eager code repeats the
+# same ops on the same types, and comparing avals (interned: by identity) is much cheaper
+# than hashing them, which runs Python code.
+_last_executable: dict[core.Primitive, tuple[tuple[ShapedArray, ...], Executable]] = {}
+
+
+def _escaped_tracer_error(x: core.Tracer) -> Exception:
+  return core.UnexpectedTracerError(
+      f"The tracer {x} reached eager evaluation outside of its transformation.")
 
 
 def _arg_aval(x: Any) -> ShapedArray:
   if type(x) is Array:
     return x.aval
   if isinstance(x, core.Tracer):
-    raise core.UnexpectedTracerError(
-        f"The tracer {x} reached eager evaluation outside of its transformation.")
+    raise _escaped_tracer_error(x)
   return core.get_aval(x)
 
 
 def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
   """Runs one primitive on concrete values through a cached one-equation executable."""
-  avals = tuple(map(_arg_aval, args))
+  try:
+    avals = tuple(map(_aval_of, args))  # Arrays; a tracer is stopped by `to_buffer`
+  except AttributeError:
+    avals = tuple(map(_arg_aval, args))
+  last = _last_executable.get(prim) if not params else None
+  if last is not None and last[0] == avals:
+    exe = last[1]
+  else:
+    exe = _executable_for_primitive(prim, avals, params)
+  outs = exe(args)
+  return outs if prim.multiple_results else outs[0]
+
+
+def _executable_for_primitive(prim: core.Primitive, avals: tuple[ShapedArray, ...],
+                              params: dict) -> Executable:
   key = (prim, tuple(params.items()), avals)
   try:
     exe = _primitive_cache.get(key)
@@ -84,8 +126,9 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
     raise TypeError(f"parameters of primitive '{prim.name}' must be hashable: {params}") from e
   if exe is None:
     exe = _primitive_cache[key] = _compile_primitive(prim, avals, params)
-  outs = exe(args)
-  return outs if prim.multiple_results else outs[0]
+  if not params:
+    _last_executable[prim] = (avals, exe)
+  return exe
 
 
 def _compile_primitive(prim: core.Primitive, avals: tuple[ShapedArray, ...],
@@ -128,6 +171,7 @@ def device_put(x: Any, dtype: Any = None) -> Array:
 def _clear_caches(name: str, value: Any) -> None:
   if name == "jax_enable_x64":
     _primitive_cache.clear()
+    _last_executable.clear()
 
 
 config.on_update(_clear_caches)

@@ -1,0 +1,381 @@
+"""jaxon.scipy.linalg: SciPy's linear algebra, built on `jaxon.lax.linalg` and
+`jaxon.numpy.linalg`.
+
+SciPy's `overwrite_*` and `check_finite` arguments are accepted and ignored (arrays are
+immutable, and checking values would need them on the host). Leading axes of matrix
+arguments are batch axes, as in `jaxon.numpy.linalg`.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxon._src.lax import lax, shape_ops
+from jaxon._src.lax import linalg as lax_linalg
+from jaxon._src.numpy import creation, lax_numpy, linear, reductions, shape, sorting, ufuncs, util
+from jaxon._src.numpy import linalg as jnp_linalg
+
+
+def _inexact(fun_name: str, *args: Any) -> list[Any]:
+  return [lax_numpy.asarray(x) for x in util.promote_args_inexact(
+      f"jax.scipy.linalg.{fun_name}", *args)]
+
+
+def _square(fun_name: str, a: Any) -> Any:
+  a, = _inexact(fun_name, a)
+  if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
+    raise ValueError(f"jax.scipy.linalg.{fun_name} takes square matrices (…, n, n), got an "
+                     f"array of shape {a.shape}.")
+  return a
+
+
+def _solve_shapes(fun_name: str, a: Any, b: Any) -> tuple[Any, Any, bool]:
+  """`a` (…, n, n) and right-hand sides `b` as matrices (…, n, k) with broadcast batch axes;
+  also whether `b` was a vector (…, n), whose result drops the added axis."""
+  a, b = _inexact(fun_name, a, b)
+  vector = b.ndim == a.ndim - 1
+  if vector:
+    b = b[..., None]
+  if a.ndim < 2 or a.shape[-1] != a.shape[-2] or b.ndim < 2 or b.shape[-2] != a.shape[-1]:
+    raise ValueError(f"jax.scipy.linalg.{fun_name}: expected a of shape (…, n, n) and b of "
+                     f"shape (…, n) or (…, n, k), got {a.shape} and {b.shape}.")
+  batch = lax.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+  return (shape.broadcast_to(a, batch + a.shape[-2:]),
+          shape.broadcast_to(b, batch + b.shape[-2:]), vector)
+
+
+def _trans_flags(trans: int | str) -> tuple[bool, bool]:
+  """SciPy's `trans` (0/'N', 1/'T', 2/'C') as (transpose, conjugate)."""
+  flags = {0: (False, False), "N": (False, False), 1: (True, False), "T": (True, False),
+           2: (True, True), "C": (True, True)}
+  if trans not in flags:
+    raise ValueError(f"trans must be 0, 1, 2, 'N', 'T' or 'C', got {trans!r}.")
+  return flags[trans]
+
+
+# ----------------------------------------------------------------------------- Cholesky
+
+def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
+             check_finite: bool = True) -> Any:
+  """The Cholesky factor of Hermitian positive-definite matrices: upper U with a = Uᴴ U by
+  default, lower L with a = L Lᴴ when `lower`.
+
+  Example: `cholesky(jnp.array([[4., 2.], [2., 2.]]))` is `[[2., 1.], [0., 1.]]`.
+  """
+  l = lax_linalg.cholesky(_hermitian(_square("cholesky", a), lower))
+  return l if lower else _adjoint(l)
+
+
+def cho_factor(a: Any, lower: bool = False, overwrite_a: bool = False,
+               check_finite: bool = True) -> tuple[Any, bool]:
+  """(c, lower): the Cholesky factor to pass to `cho_solve` (the other triangle is zero)."""
+  return cholesky(a, lower=lower), lower
+
+
+def cho_solve(c_and_lower: tuple[Any, bool], b: Any, overwrite_b: bool = False,
+              check_finite: bool = True) -> Any:
+  """Solves a x = b given `cho_factor(a)`.
+
+  Example: `cho_solve(cho_factor(a), b)` equals `solve(a, b)` for positive-definite a.
+  """
+  c, lower = c_and_lower
+  c, b, vector = _solve_shapes("cho_solve", c, b)
+  # a = L Lᴴ (or Uᴴ U): solve with the factor that comes first, then with its adjoint.
+  y = lax_linalg.triangular_solve(c, b, left_side=True, lower=lower, transpose_a=not lower,
+                                  conjugate_a=not lower)
+  x = lax_linalg.triangular_solve(c, y, left_side=True, lower=lower, transpose_a=lower,
+                                  conjugate_a=lower)
+  return x[..., 0] if vector else x
+
+
+def solve_triangular(a: Any, b: Any, trans: int | str = 0, lower: bool = False,
+                     unit_diagonal: bool = False, overwrite_b: bool = False, debug: Any = None,
+                     check_finite: bool = True) -> Any:
+  """Solves op(a) x = b for triangular a (only its `lower` or upper triangle is read).
+
+  Args:
+    a: triangular matrices (…, n, n).
+    b: (…, n) or (…, n, k).
+    trans: op(a) is a (0 or 'N'), aᵀ (1 or 'T') or aᴴ (2 or 'C').
+    unit_diagonal: take a's diagonal to be ones.
+
+  Example: `solve_triangular(jnp.array([[2., 0.], [1., 1.]]), jnp.array([2., 3.]),
+  lower=True)` is `[1., 2.]`.
+  """
+  transpose_a, conjugate_a = _trans_flags(trans)
+  a, b, vector = _solve_shapes("solve_triangular", a, b)
+  x = lax_linalg.triangular_solve(a, b, left_side=True, lower=lower, transpose_a=transpose_a,
+                                  conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)
+  return x[..., 0] if vector else x
+
+
+# ----------------------------------------------------------------------------- LU
+
+def lu(a: Any, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True,
+       p_indices: bool = False) -> tuple[Any, ...]:
+  """LU decomposition with partial pivoting, a = P L U.
+
+  Args:
+    a: matrices (…, m, n); k = min(m, n).
+    permute_l: return (P L, U) instead of (P, L, U).
+    p_indices: return P as row indices (a = L[P] U) rather than a permutation matrix.
+
+  Returns:
+    (P, L, U) with L (…, m, k) unit lower triangular and U (…, k, n) upper triangular, or
+    (P L, U).
+
+  Example: `lu(jnp.array([[1., 2.], [3., 4.]]))[0]` is `[[0., 1.], [1., 0.]]`.
+  """
+  a, = _inexact("lu", a)
+  if a.ndim < 2:
+    raise ValueError(f"jax.scipy.linalg.lu takes matrices (…, m, n), got shape {a.shape}.")
+  packed, _, perm = lax_linalg.lu(a)
+  m, n = a.shape[-2:]
+  k = min(m, n)
+  l = ufuncs.add(creation.tril(packed[..., :, :k], -1), creation.eye(m, k, dtype=a.dtype))
+  u = creation.triu(packed[..., :k, :])
+  inverse_perm = sorting.argsort(perm, axis=-1)
+  if permute_l:
+    return linear.matmul(_rows_from(inverse_perm, a.dtype), l), u
+  p = inverse_perm if p_indices else _rows_from(inverse_perm, a.dtype)
+  return p, l, u
+
+
+def _rows_from(indices: Any, dtype: Any) -> Any:
+  """The matrix P with P @ x = x[indices]."""
+  cols = lax.broadcasted_iota(np.int32, indices.shape + indices.shape[-1:], indices.ndim)
+  return lax.convert_element_type(ufuncs.equal(indices[..., None], cols), dtype)
+
+
+def lu_factor(a: Any, overwrite_a: bool = False, check_finite: bool = True
+              ) -> tuple[Any, Any]:
+  """(lu, piv): L and U packed in one matrix, and LAPACK's row interchanges (row i was
+  swapped with row piv[i]), for `lu_solve`."""
+  a, = _inexact("lu_factor", a)
+  packed, pivots, _ = lax_linalg.lu(a)
+  return packed, pivots
+
+
+def lu_solve(lu_and_piv: tuple[Any, Any], b: Any, trans: int = 0, overwrite_b: bool = False,
+             check_finite: bool = True) -> Any:
+  """Solves a x = b (trans 0), aᵀ x = b (1) or aᴴ x = b (2) given `lu_factor(a)`."""
+  packed, pivots = lu_and_piv
+  if trans not in (0, 1, 2):
+    raise ValueError(f"jax.scipy.linalg.lu_solve: trans must be 0, 1 or 2, got {trans!r}.")
+  packed, b, vector = _solve_shapes("lu_solve", packed, b)
+  perm = lax_linalg.lu_pivots_to_permutation(
+      shape.broadcast_to(pivots, packed.shape[:-2] + pivots.shape[-1:]), packed.shape[-1])
+  x = lax_linalg.lu_solve(packed, perm, b, trans)
+  return x[..., 0] if vector else x
+
+
+# ----------------------------------------------------------------------------- NumPy's, SciPy-style
+
+def inv(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+  """The inverse of square matrices."""
+  return jnp_linalg.inv(a)
+
+
+def det(a: Any, overwrite_a: bool = False, check_finite: bool = True) -> Any:
+  """The determinant of square matrices."""
+  return jnp_linalg.det(a)
+
+
+def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
+          overwrite_b: bool = False, debug: bool = False, check_finite: bool = True,
+          assume_a: str = "gen") -> Any:
+  """Solves a x = b. `assume_a="pos"` (positive definite) uses the Cholesky factor of the
+  `lower` (or upper) triangle; "gen", "sym" and "her" use LU with partial pivoting.
+
+  Example: `solve(jnp.array([[2., 0.], [0., 4.]]), jnp.array([2., 4.]))` is `[1., 1.]`.
+  """
+  if assume_a not in ("gen", "sym", "her", "pos"):
+    raise ValueError(f"jax.scipy.linalg.solve: unknown assume_a={assume_a!r}; use 'gen', "
+                     "'sym', 'her' or 'pos'.")
+  if assume_a != "pos":
+    return jnp_linalg.solve(a, b)
+  a, b, vector = _solve_shapes("solve", a, b)
+  x = cho_solve((lax_linalg.cholesky(_hermitian(a, lower)), True), b)
+  return x[..., 0] if vector else x
+
+
+def _hermitian(a: Any, lower: bool) -> Any:
+  """The Hermitian matrix with a's lower (or upper) triangle: SciPy reads only that one."""
+  if lower:
+    return ufuncs.add(creation.tril(a), _adjoint(creation.tril(a, -1)))
+  return ufuncs.add(creation.triu(a), _adjoint(creation.triu(a, 1)))
+
+
+def _adjoint(x: Any) -> Any:
+  return ufuncs.conj(shape.matrix_transpose(x))
+
+
+def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
+         overwrite_a: bool = False, overwrite_b: bool = False, turbo: bool = True,
+         eigvals: Any = None, type: int = 1, check_finite: bool = True,
+         subset_by_index: Any = None, subset_by_value: Any = None, driver: Any = None
+         ) -> Any:
+  """Eigenvalues (ascending) and eigenvectors of Hermitian matrices, or of the generalized
+  problem a v = w b v for positive-definite b (type 1).
+
+  Returns:
+    w, or (w, v) with the eigenvectors as v's columns (b-orthonormal when b is given).
+
+  Example: `eigh(jnp.array([[2., 1.], [1., 2.]]), eigvals_only=True)` is `[1., 3.]`.
+  """
+  if eigvals is not None or subset_by_index is not None or subset_by_value is not None:
+    raise NotImplementedError("jax.scipy.linalg.eigh: selecting a subset of the eigenvalues "
+                              "is not implemented.")
+  a = _hermitian(_square("eigh", a), lower)
+  if b is None:
+    v, w = lax_linalg.eigh(a)
+  else:
+    v, w = _generalized_eigh(a, b, lower, type)
+  return w if eigvals_only else (w, v)
+
+
+def _generalized_eigh(a: Any, b: Any, lower: bool, kind: int) -> tuple[Any, Any]:
+  """With b = L Lᴴ, a v = w b v becomes (L⁻¹ a L⁻ᴴ) y = w y with v = L⁻ᴴ y."""
+  if kind != 1:
+    raise NotImplementedError(f"jax.scipy.linalg.eigh: generalized problems of type {kind} "
+                              "are not implemented (type 1 is).")
+  a, b = _inexact("eigh", a, b)
+  l = lax_linalg.cholesky(_hermitian(b, lower))
+  half = lax_linalg.triangular_solve(l, a, left_side=True, lower=True)
+  c = lax_linalg.triangular_solve(l, half, left_side=False, lower=True, transpose_a=True,
+                                  conjugate_a=True)
+  y, w = lax_linalg.eigh(c)
+  v = lax_linalg.triangular_solve(l, y, left_side=True, lower=True, transpose_a=True,
+                                  conjugate_a=True)
+  return v, w
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
+        overwrite_a: bool = False, check_finite: bool = True, lapack_driver: str = "gesdd"
+        ) -> Any:
+  """Singular value decomposition a = U diag(s) Vh: (U, s, Vh), or s (descending)."""
+  result = jnp_linalg.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
+  return tuple(result) if compute_uv else result
+
+
+def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
+       pivoting: bool = False, check_finite: bool = True) -> tuple[Any, ...]:
+  """QR decomposition a = Q R.
+
+  Args:
+    mode: "full" gives Q (…, m, m) and R (…, m, n); "economic" Q (…, m, k) and R (…, k, n);
+      "r" gives `(R,)` with the full R.
+  """
+  a, = _inexact("qr", a)
+  if pivoting:
+    raise NotImplementedError("jax.scipy.linalg.qr(pivoting=True) is not implemented.")
+  if mode not in ("full", "economic", "r"):
+    raise ValueError(f"jax.scipy.linalg.qr: unsupported mode {mode!r}; use 'full', "
+                     "'economic' or 'r'.")
+  q, r = jnp_linalg.qr(a, mode="reduced" if mode == "economic" else "complete")
+  return (r,) if mode == "r" else (q, r)
+
+
+def block_diag(*arrs: Any) -> Any:
+  """The block-diagonal matrix of the given blocks (scalars are 1×1, vectors 1×n rows).
+
+  Example: `block_diag(jnp.ones((1, 1)), 2 * jnp.ones((2, 2)))` is 3×3.
+  """
+  if not arrs:
+    return lax_numpy.zeros((1, 0))
+  util.check_arraylike("jax.scipy.linalg.block_diag", *arrs)
+  blocks = [lax_numpy.asarray(x) for x in util.promote_dtypes(*arrs)]
+  blocks = [shape.reshape(x, (1, -1)) if x.ndim < 2 else x for x in blocks]
+  if any(x.ndim != 2 for x in blocks):
+    raise ValueError(f"jax.scipy.linalg.block_diag takes arrays of at most 2 dimensions, got "
+                     f"shapes {[x.shape for x in blocks]}.")
+  width = sum(x.shape[1] for x in blocks)
+  rows, left = [], 0
+  for x in blocks:
+    right = width - left - x.shape[1]
+    rows.append(shape_ops.pad(x, np.zeros((), x.dtype), [(0, 0, 0), (left, right, 0)]))
+    left += x.shape[1]
+  return shape.concatenate(rows, axis=0)
+
+
+# ----------------------------------------------------------------------------- expm
+
+# Padé coefficients b_0 … b_m of the [m/m] approximant of exp (Higham 2005, "The scaling and
+# squaring method for the matrix exponential revisited"), and the 1-norms up to which each
+# degree is accurate to the unit roundoff of float64 and float32.
+_PADE = {
+    3: (120., 60., 12., 1.),
+    5: (30240., 15120., 3360., 420., 30., 1.),
+    7: (17297280., 8648640., 1995840., 277200., 25200., 1512., 56., 1.),
+    9: (17643225600., 8821612800., 2075673600., 302702400., 30270240., 2162160., 110880.,
+        3960., 90., 1.),
+    13: (64764752532480000., 32382376266240000., 7771770303897600., 1187353796428800.,
+         129060195264000., 10559470521600., 670442572800., 33522128640., 1323241920.,
+         40840800., 960960., 16380., 182., 1.),
+}
+_THETAS = {  # precision in bits: (degrees, largest norm for each degree but the last,
+    #                               norm the matrix is scaled down to)
+    64: ((3, 5, 7, 9, 13), (1.495585217958292e-2, 2.539398330063230e-1,
+                           9.504178996162932e-1, 2.097847961257068e0), 5.371920351148152),
+    32: ((3, 5, 7), (4.258730016922831e-1, 1.880152677804762e0), 3.925724783138660),
+}
+
+
+def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
+  """The matrix exponential, by Padé approximation with scaling and squaring (Higham 2005).
+
+  A is scaled by 2⁻ˢ until its 1-norm is small enough for the chosen Padé degree, and the
+  result squared s times. jaxon has no data-dependent control flow yet, so every degree's
+  approximant and all `max_squarings` squarings are computed and the right ones selected;
+  when more than `max_squarings` squarings would be needed the result is NaN.
+
+  Example: `expm(jnp.zeros((2, 2)))` is the identity.
+  """
+  A = _square("expm", A)
+  degrees, thetas, max_norm = _THETAS[np.finfo(A.dtype).bits]
+  norm1 = reductions.max(reductions.sum(ufuncs.abs(A), axis=-2), axis=-1)
+  squarings = ufuncs.maximum(0, ufuncs.floor(ufuncs.log2(norm1 / max_norm)))
+  A = A / ufuncs.power(2., squarings).astype(A.dtype)[..., None, None]
+  degree = reductions.sum(ufuncs.greater_equal(norm1[..., None], np.asarray(thetas, norm1.dtype)),
+                          axis=-1)
+  degree = shape.broadcast_to(degree.astype(np.int32)[..., None, None], A.shape)
+  u_parts, v_parts = zip(*_pade_terms(A, degrees))
+  u, v = lax.select_n(degree, *u_parts), lax.select_n(degree, *v_parts)
+  p, q = ufuncs.add(u, v), ufuncs.subtract(v, u)
+  if upper_triangular:
+    r = solve_triangular(q, p)
+  else:
+    r = jnp_linalg.solve(q, p)
+  for i in range(max_squarings):
+    r = ufuncs.where((i < squarings)[..., None, None], linear.matmul(r, r), r)
+  return ufuncs.where((squarings > max_squarings)[..., None, None], np.nan, r)
+
+
+def _pade_terms(A: Any, degrees: Sequence[int]) -> list[tuple[Any, Any]]:
+  """(U, V) for each degree m: the [m/m] approximant is (V - U)⁻¹ (V + U), U holding the
+  odd powers of A and V the even ones."""
+  eye = shape.broadcast_to(creation.eye(A.shape[-1], dtype=A.dtype), A.shape)
+  evens = [eye, linear.matmul(A, A)]  # A⁰, A², A⁴, … as far as degrees below 13 need
+  while len(evens) <= max(m for m in degrees if m < 13) // 2:
+    evens.append(linear.matmul(evens[-1], evens[1]))
+
+  def combine(coefficients: Sequence[float], powers: Sequence[Any]) -> Any:
+    return functools.reduce(ufuncs.add, (c * x for c, x in zip(coefficients, powers)))
+
+  terms = []
+  for m in degrees:
+    b = _PADE[m]
+    if m < 13:
+      u = linear.matmul(A, combine(b[1::2], evens))
+      v = combine(b[0::2], evens)
+    else:  # degree 13 groups powers as Higham does, so that A⁸ … A¹² are never formed
+      a2, a4, a6 = evens[1:4]
+      u = linear.matmul(A, ufuncs.add(
+          linear.matmul(a6, combine(b[9::2], [a2, a4, a6])), combine(b[1:9:2], evens)))
+      v = ufuncs.add(linear.matmul(a6, combine(b[8::2], [a2, a4, a6])),
+                     combine(b[0:8:2], evens))
+    terms.append((u, v))
+  return terms

@@ -1,0 +1,21 @@
+"""jaxon.lax.linalg: linear-algebra primitives (decompositions and triangular solves)."""
+from jaxon._src.lax.linalg import (
+    cholesky as cholesky,
+    cholesky_p as cholesky_p,
+    eig as eig,
+    eig_p as eig_p,
+    eigh as eigh,
+    eigh_p as eigh_p,
+    lu as lu,
+    lu_p as lu_p,
+    lu_pivots_to_permutation as lu_pivots_to_permutation,
+    lu_pivots_to_permutation_p as lu_pivots_to_permutation_p,
+    lu_solve as lu_solve,
+    qr as qr,
+    qr_p as qr_p,
+    svd as svd,
+    svd_p as svd_p,
+    symmetrize as symmetrize,
+    triangular_solve as triangular_solve,
+    triangular_solve_p as triangular_solve_p,
+)

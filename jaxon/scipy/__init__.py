@@ -1,0 +1,4 @@
+"""jaxon.scipy: SciPy's API on jaxon arrays."""
+from jaxon.scipy import linalg as linalg
+from jaxon.scipy import special as special
+from jaxon.scipy import stats as stats
