@@ -116,6 +116,22 @@ def _pjit_partial_eval(trace: pe.DynamicJaxprTrace, args: Sequence[Any],
   return [next(unknown_outs) if u else next(known_vals) for u in out_unknowns]
 
 
+def _pjit_partial_eval_eqn(eqn: JaxprEqn, unknowns: Sequence[bool]
+                           ) -> tuple[JaxprEqn, JaxprEqn, list[bool]]:
+  """Splits a `pjit` equation of a jaxpr being partially evaluated, so that a nested jit's
+  primal part is computed with the known values instead of staged with the tangents."""
+  known, unknown, out_unknowns, num_res = _partial_eval_jaxpr(eqn.params["jaxpr"],
+                                                              tuple(unknowns))
+  residuals = [core.Var(aval) for aval in known.out_avals[len(known.out_avals) - num_res:]]
+  known_eqn = JaxprEqn([a for a, u in zip(eqn.invars, unknowns) if not u],
+                       [v for v, u in zip(eqn.outvars, out_unknowns) if not u] + residuals,
+                       pjit_p, dict(eqn.params, jaxpr=known))
+  unknown_eqn = JaxprEqn(residuals + [a for a, u in zip(eqn.invars, unknowns) if u],
+                         [v for v, u in zip(eqn.outvars, out_unknowns) if u],
+                         pjit_p, dict(eqn.params, jaxpr=unknown))
+  return known_eqn, unknown_eqn, out_unknowns
+
+
 @functools.lru_cache(maxsize=4096)
 def _transpose_jaxpr(jaxpr: ClosedJaxpr, undefined: tuple[bool, ...],
                      ct_nonzeros: tuple[bool, ...]) -> ClosedJaxpr:
@@ -173,4 +189,5 @@ def _pjit_batch(axis_data: batching.AxisData, vals: Sequence[Any],
 ad.primitive_jvps[pjit_p] = _pjit_jvp
 ad.primitive_transposes[pjit_p] = _pjit_transpose
 pe.custom_partial_eval_rules[pjit_p] = _pjit_partial_eval
+pe.partial_eval_jaxpr_custom_rules[pjit_p] = _pjit_partial_eval_eqn
 batching.fancy_primitive_batchers[pjit_p] = _pjit_batch

@@ -54,6 +54,11 @@ def _add_scaled(x: Any, t: Any, scale: float) -> Any:
   return np.asarray(x + scale * np.asarray(t, x.dtype), x.dtype)
 
 
+def _conj(x: Any) -> Any:
+  x = np.asarray(x)
+  return np.conj(x) if dtypes.is_inexact(x.dtype) else x
+
+
 def _inner_product(xs: Any, ys: Any) -> float:
   """Real inner product of two pytrees: sum over leaves of Re(conj(x) · y)."""
   total = 0.0
@@ -73,9 +78,13 @@ def numerical_jvp(f: Callable, primals: Sequence[Any], tangents: Sequence[Any],
              for p, t in zip(primals, tangents)])
   minus = f(*[tree_util.tree_map(lambda x, t: _add_scaled(x, t, -eps), p, t)
               for p, t in zip(primals, tangents)])
-  return tree_util.tree_map(
-      lambda a, b: (np.asarray(a, np.complex128 if np.iscomplexobj(a) else np.float64)
-                    - np.asarray(b)) / (2 * eps), plus, minus)
+  def difference(a: Any, b: Any) -> np.ndarray:
+    a, b = np.asarray(a), np.asarray(b)
+    if not dtypes.is_inexact(a.dtype):  # integer outputs have float0 tangents
+      return np.zeros(a.shape, dtypes.float0)
+    wide = np.complex128 if np.iscomplexobj(a) else np.float64
+    return (a.astype(wide) - b.astype(wide)) / (2 * eps)
+  return tree_util.tree_map(difference, plus, minus)
 
 
 def _check_close(actual: Any, expected: Any, atol: float, rtol: float, what: str) -> None:
@@ -122,7 +131,7 @@ def check_vjp(f: Callable, f_vjp: Callable, args: Sequence[Any], atol: float | N
   tangents = tree_util.tree_map(lambda x: _rand_like(rng, x), tuple(args))
   tangent_out = numerical_jvp(f, args, tangents, eps)
   cotangent = tree_util.tree_map(lambda x: _rand_like(rng, x), out)
-  conj = functools.partial(tree_util.tree_map, np.conj)
+  conj = functools.partial(tree_util.tree_map, _conj)
   cotangent_in = conj(tree_util.tree_map(np.asarray, pullback(conj(cotangent))))
   ip = _inner_product(tangents, cotangent_in)
   ip_expected = _inner_product(tangent_out, cotangent)

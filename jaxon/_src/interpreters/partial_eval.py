@@ -149,6 +149,11 @@ def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 # the part of the primitive that depends only on known inputs and stages the rest.
 custom_partial_eval_rules: dict[core.Primitive, Callable] = {}
 
+# The same split for an equation inside a jaxpr being split:
+# `rule(eqn, unknowns) -> (known_eqn, unknown_eqn, out_unknowns)`, where the unknown equation
+# reads the known one's extra outputs (its residuals).
+partial_eval_jaxpr_custom_rules: dict[core.Primitive, Callable] = {}
+
 
 def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool]
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
@@ -162,13 +167,20 @@ def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool]
   inner = jaxpr.jaxpr
   unknown_vars = {v for v, u in zip(inner.invars, unknowns) if u}
   known_eqns, unknown_eqns = [], []
+  is_unknown = lambda a: type(a) is not Literal and a in unknown_vars  # noqa: E731
   for eqn in inner.eqns:
-    if any(type(a) is not Literal and a in unknown_vars for a in eqn.invars):
+    eqn_unknowns = [is_unknown(a) for a in eqn.invars]
+    rule = partial_eval_jaxpr_custom_rules.get(eqn.primitive)
+    if not any(eqn_unknowns):
+      known_eqns.append(eqn)
+    elif rule is not None:
+      known_eqn, unknown_eqn, out_unknowns = rule(eqn, eqn_unknowns)
+      known_eqns.append(known_eqn)
+      unknown_eqns.append(unknown_eqn)
+      unknown_vars.update(v for v, u in zip(eqn.outvars, out_unknowns) if u)
+    else:
       unknown_vars.update(eqn.outvars)
       unknown_eqns.append(eqn)
-    else:
-      known_eqns.append(eqn)
-  is_unknown = lambda a: type(a) is not Literal and a in unknown_vars  # noqa: E731
   residuals = list(dict.fromkeys(
       a for eqn in unknown_eqns for a in eqn.invars
       if type(a) is not Literal and a not in unknown_vars))
