@@ -28,14 +28,19 @@ def _abstractify(x: Any, where: str = "") -> ShapedArray:
                     "the argument static with static_argnums/static_argnames.") from None
 
 
-_aval_of = operator.attrgetter("aval")
-
-
 def _flat_avals(leaves: Sequence[Any]) -> tuple[ShapedArray, ...]:
-  try:  # Arrays and tracers: `map` runs in C, where a Python loop would cost a call each
-    return tuple(map(_aval_of, leaves))
-  except AttributeError:
-    return tuple([_abstractify(x) for x in leaves])
+  return tuple([x.aval if type(x) is Array else _abstractify(x) for x in leaves])
+
+
+_aval_of = operator.attrgetter("aval")
+_ONLY_ARRAYS = frozenset([Array])
+
+
+@functools.lru_cache(maxsize=64)
+def _positional_leaves_tree(n: int) -> tree_util.PyTreeDef:
+  """The input tree of a call with `n` Array arguments and no keywords, the usual call.
+  It is one object per `n`, so comparing cache keys compares it by identity."""
+  return tree_util.tree_structure(((0,) * n, {}))
 
 
 def _flatten_fun(fun: Callable, in_tree: tree_util.PyTreeDef, out_tree_store: list
@@ -84,6 +89,20 @@ def _trace_for_jit(fun: Callable, name: str, in_tree: tree_util.PyTreeDef,
   return _CacheEntry(ClosedJaxpr(jaxpr, consts), [], in_tree, out_tree_store[0])
 
 
+# `jax_disable_jit`, kept current by a config listener: every jitted call reads it, and
+# reading the config costs a Python call.
+_jit_disabled = config.read("jax_disable_jit")
+
+
+def _track_disable_jit(name: str, value: Any) -> None:
+  global _jit_disabled
+  if name == "jax_disable_jit":
+    _jit_disabled = bool(value)
+
+
+config.on_update(_track_disable_jit)
+
+
 class JitFunction:
   """A function compiled with XLA on first call for each distinct signature."""
 
@@ -113,8 +132,14 @@ class JitFunction:
     statics, dynamic = (), (args, kwargs)
     if self._static_argnums or self._static_argnames:
       statics, dynamic = self._split_statics(args, kwargs)
-    leaves, in_tree = tree_util.registry.flatten(dynamic)
-    avals = _flat_avals(leaves)
+    if not kwargs and not statics and _ONLY_ARRAYS.issuperset(map(type, args)):
+      leaves, in_tree = list(args), _positional_leaves_tree(len(args))  # no flattening
+    else:
+      leaves, in_tree = tree_util.registry.flatten(dynamic)
+    try:  # Arrays and tracers: `map` runs in C, without a Python call per leaf
+      avals = tuple(map(_aval_of, leaves))
+    except AttributeError:
+      avals = _flat_avals(leaves)
     key = (in_tree, statics, avals)
     last_key, last_entry = self._last
     if not statics and key == last_key:  # statics may not compare safely (arrays)
@@ -147,7 +172,7 @@ class JitFunction:
 
   def __call__(self, *args: Any, **kwargs: Any) -> Any:
     # Every step of this path is paid on each call of a jitted function: keep it short.
-    if config.read("jax_disable_jit"):
+    if _jit_disabled:
       return self._fun(*args, **kwargs)
     leaves, entry = self._entry(args, kwargs)
     if core.is_eval_trace_current():
