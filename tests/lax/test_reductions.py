@@ -12,7 +12,7 @@ import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
 from jaxon._src.lax.reductions import padtype_to_pads
-from tests.conftest import tolerance
+from tests.util import check
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 BF16 = np.dtype(jnp.bfloat16)
@@ -29,25 +29,6 @@ def rand(shape, dtype, seed=0):
     return rng.integers(0 if dtype.kind == "u" else -3, 4, shape).astype(dtype)
   return rng.uniform(-2, 2, shape).astype(dtype)
 
-
-def check(name, fun, args, expected):
-  """`fun(*args)` matches `expected` (values, shapes, dtypes; a pytree) eagerly and under
-  jit, and the jaxpr's output avals agree with it."""
-  args = [jaxon.device_put(a) for a in args]
-  wants = [np.asarray(e) for e in jaxon.tree_leaves(expected)]
-  inputs = ", ".join(f"{a.dtype.name}{list(a.shape)}" for a in args)
-  for how, f in (("eager", fun), ("jit", jaxon.jit(fun))):
-    outs = jaxon.tree_leaves(f(*args))
-    assert len(outs) == len(wants), f"{name} ({how}): {len(outs)} outputs, want {len(wants)}"
-    for out, want in zip(outs, wants):
-      where = f"{name} ({how}) of {inputs}: expected {want.dtype.name}{list(want.shape)}"
-      assert (out.shape, out.dtype) == (want.shape, want.dtype), (
-          f"{where}, got {out.dtype.name}{list(out.shape)}")
-      np.testing.assert_allclose(np.asarray(out).astype(np.float64), want.astype(np.float64),
-                                 err_msg=where, **tolerance(want.dtype))
-  avals = jaxon.make_jaxpr(fun)(*args).out_avals
-  assert [(a.shape, a.dtype) for a in avals] == [(w.shape, w.dtype) for w in wants], (
-      f"{name} of {inputs}: abstract evaluation gives {avals}")
 
 
 def name_of(dtype):

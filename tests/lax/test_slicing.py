@@ -12,7 +12,7 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
-from tests.conftest import tolerance
+from tests.util import check, rand
 
 F32, F16, F64 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(np.float64)
 BF16 = np.dtype(jnp.bfloat16)
@@ -20,32 +20,6 @@ I32, I64, U8, BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8),
 DTYPES = [F32, I32, U8, BOOL, BF16]
 
 
-def rand(shape, dtype, seed=0):
-  rng = np.random.default_rng(seed)
-  dtype = np.dtype(dtype)
-  if dtype == BOOL:
-    return np.asarray(rng.random(shape) > 0.5)
-  if dtype.kind in "iu":
-    return np.asarray(rng.integers(0 if dtype.kind == "u" else -5, 6, shape), dtype)
-  return np.asarray(rng.uniform(-2, 2, shape), dtype)
-
-
-def check(name, fun, args, expected):
-  """`fun(*args)` equals `expected` (value, shape, dtype) eagerly and under jit, and the
-  jaxpr's output aval agrees with the executed result."""
-  args = [jaxon.device_put(a) for a in args]
-  want = np.asarray(expected)
-  for how, f in (("eager", fun), ("jit", jaxon.jit(fun))):
-    out = f(*args)
-    where = (f"{name} ({how}): inputs {[f'{a.dtype.name}{list(a.shape)}' for a in args]}, "
-             f"expected {want.dtype.name}{list(want.shape)}")
-    assert (out.shape, out.dtype) == (want.shape, want.dtype), (
-        f"{where}, got {out.dtype.name}{list(out.shape)}")
-    np.testing.assert_allclose(np.asarray(out).astype(np.float64), want.astype(np.float64),
-                               err_msg=where, **tolerance(want.dtype))
-  (aval,) = jaxon.make_jaxpr(fun)(*args).out_avals
-  assert (aval.shape, aval.dtype) == (want.shape, want.dtype), (
-      f"{name}: abstract evaluation gives {aval}, expected {want.dtype}{list(want.shape)}")
 
 
 # ----------------------------------------------------------------------------- slice

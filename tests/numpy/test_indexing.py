@@ -13,37 +13,12 @@ import jaxon
 import jaxon.numpy as jnp
 import jaxon.ops
 from jaxon._src.numpy.indexing import NonConcreteBooleanIndexError
-from tests.conftest import tolerance
+from tests.util import check, rand
 
 F32, F64, BF16 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(jnp.bfloat16)
 I32, U8, BOOL = np.dtype(np.int32), np.dtype(np.uint8), np.dtype(bool)
 
 
-def rand(shape, dtype, seed=0):
-  rng = np.random.default_rng(seed)
-  dtype = np.dtype(dtype)
-  if dtype == BOOL:
-    return np.asarray(rng.random(shape) > 0.5)
-  if dtype.kind in "iu":
-    return np.asarray(rng.integers(0 if dtype.kind == "u" else -5, 6, shape), dtype)
-  return np.asarray(rng.uniform(-2, 2, shape), dtype)
-
-
-def check(name, fun, args, expected):
-  """`fun(*args)` equals `expected` eagerly and under jit; abstract evaluation agrees."""
-  args = [jaxon.device_put(a) for a in args]
-  want = np.asarray(expected)
-  for how, f in (("eager", fun), ("jit", jaxon.jit(fun))):
-    out = f(*args)
-    where = (f"{name} ({how}): inputs {[f'{a.dtype.name}{list(a.shape)}' for a in args]}, "
-             f"expected {want.dtype.name}{list(want.shape)}")
-    assert (out.shape, out.dtype) == (want.shape, want.dtype), (
-        f"{where}, got {out.dtype.name}{list(out.shape)}")
-    np.testing.assert_allclose(np.asarray(out).astype(np.float64), want.astype(np.float64),
-                               err_msg=where, **tolerance(want.dtype))
-  shape = jaxon.eval_shape(fun, *args)
-  assert (shape.shape, shape.dtype) == (want.shape, want.dtype), (
-      f"{name}: abstract evaluation gives {shape}")
 
 
 # ----------------------------------------------------------------------------- reads

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import jaxon
 import jaxon.numpy as jnp
-from tests.conftest import tolerance
+from tests.util import check
 
 F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
 BF16 = np.dtype(jnp.bfloat16)
@@ -43,24 +43,6 @@ def numpy_result(oracle, *args, **kwargs):
     warnings.simplefilter("ignore", RuntimeWarning)
     return oracle(*args, **kwargs)
 
-
-def check(name, fun, args, expected):
-  """`fun(*args)` matches `expected` (a value or a tuple of them: values, shapes, dtypes)
-  eagerly and under jit, and the jaxpr's output avals agree with it."""
-  wants = [np.asarray(e) for e in jaxon.tree_leaves(expected)]
-  inputs = ", ".join(f"{np.dtype(a.dtype).name}{list(np.shape(a))}" for a in args)
-  for how, f in (("eager", fun), ("jit", jaxon.jit(fun))):
-    outs = jaxon.tree_leaves(f(*args))
-    assert len(outs) == len(wants), f"{name} ({how}): {len(outs)} outputs, want {len(wants)}"
-    for out, want in zip(outs, wants):
-      where = f"{name} ({how}) of {inputs}: expected {want.dtype.name}{list(want.shape)}"
-      assert (out.shape, out.dtype) == (want.shape, want.dtype), (
-          f"{where}, got {out.dtype.name}{list(out.shape)}")
-      np.testing.assert_allclose(np.asarray(out).astype(np.float64), want.astype(np.float64),
-                                 err_msg=where, **tolerance(want.dtype))
-  avals = jaxon.make_jaxpr(fun)(*args).out_avals
-  assert [(a.shape, a.dtype) for a in avals] == [(w.shape, w.dtype) for w in wants], (
-      f"{name} of {inputs}: abstract evaluation gives {avals}")
 
 
 def name_of(dtype):

@@ -13,16 +13,10 @@ import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
 from tests.transform_util import check_transforms, check_vmap
+from tests.util import rand_distinct as rand
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 
-
-def rand(shape, dtype, seed=0):
-  """Distinct values in about [-1.5, 1.5] (no ties for max/min), none very close to 0."""
-  rng = np.random.RandomState(seed)
-  n = int(np.prod(shape))
-  magnitudes = 0.3 + 1.2 * (rng.permutation(n) + rng.uniform(0.1, 0.9, n)) / max(n, 1)
-  return (magnitudes * rng.choice([-1, 1], n)).reshape(shape).astype(dtype)
 
 
 def logsumexp(x, axis=None, keepdims=False):

@@ -1,0 +1,49 @@
+"""Helpers shared by the primitive and jaxon.numpy test files: random inputs per dtype, and
+the check that a function matches NumPy's answer eagerly, under jit and in abstract
+evaluation."""
+from __future__ import annotations
+
+import numpy as np
+
+import jaxon
+from tests.conftest import tolerance
+
+
+def rand(shape, dtype, seed=0):
+  """Small values of `dtype`: floats in [-2, 2], integers in [-5, 5] ([0, 5] unsigned)."""
+  rng = np.random.default_rng(seed)
+  dtype = np.dtype(dtype)
+  if dtype == np.bool_:
+    return np.asarray(rng.random(shape) > 0.5)
+  if dtype.kind in "iu":
+    return np.asarray(rng.integers(0 if dtype.kind == "u" else -5, 6, shape), dtype)
+  return np.asarray(rng.uniform(-2, 2, shape), dtype)
+
+
+def rand_distinct(shape, dtype, seed=0):
+  """Distinct values in about [-1.5, 1.5] (no ties for max/min), none very close to 0."""
+  rng = np.random.RandomState(seed)
+  n = int(np.prod(shape))
+  magnitudes = 0.3 + 1.2 * (rng.permutation(n) + rng.uniform(0.1, 0.9, n)) / max(n, 1)
+  return (magnitudes * rng.choice([-1, 1], n)).reshape(shape).astype(dtype)
+
+
+def check(name, fun, args, expected):
+  """`fun(*args)` matches `expected` (a value or a pytree of them: values, shapes, dtypes)
+  eagerly and under jit, and the jaxpr's output avals agree with it. The arguments are put
+  on the device first, as a user's arrays would be."""
+  args = [jaxon.device_put(a) for a in args]
+  wants = [np.asarray(e) for e in jaxon.tree_leaves(expected)]
+  inputs = ", ".join(f"{np.dtype(a.dtype).name}{list(np.shape(a))}" for a in args)
+  for how, f in (("eager", fun), ("jit", jaxon.jit(fun))):
+    outs = jaxon.tree_leaves(f(*args))
+    assert len(outs) == len(wants), f"{name} ({how}): {len(outs)} outputs, want {len(wants)}"
+    for out, want in zip(outs, wants):
+      where = f"{name} ({how}) of {inputs}: expected {want.dtype.name}{list(want.shape)}"
+      assert (out.shape, out.dtype) == (want.shape, want.dtype), (
+          f"{where}, got {out.dtype.name}{list(out.shape)}")
+      np.testing.assert_allclose(np.asarray(out).astype(np.float64), want.astype(np.float64),
+                                 err_msg=where, **tolerance(want.dtype))
+  avals = jaxon.make_jaxpr(fun)(*args).out_avals
+  assert [(a.shape, a.dtype) for a in avals] == [(w.shape, w.dtype) for w in wants], (
+      f"{name} of {inputs}: abstract evaluation gives {avals}")
