@@ -230,3 +230,20 @@ def test_check_grads_detects_a_wrong_rule():
                                lambda x: x ** 3 / (1.0 + x * x)])
 def test_check_grads_order_3(f, x64):
   check_grads(f, (np.array([0.3, -0.7]),), order=3)
+
+
+def test_nested_jit_primal_part_stays_out_of_the_linear_jaxpr():
+  # The inner jit computes an integer index and a boolean from primal values only; reverse
+  # mode must evaluate it with the known values, not stage it among the tangents (where
+  # the boolean would reach select_n's transpose as a linear input).
+  table = np.array([-1.0, 0.0, 0.5, 2.0], np.float32)
+  position = jit(lambda x: jnp.sum(x[:, None] > table, axis=1))
+  f = jit(lambda x: jnp.where(jnp.asarray(table)[position(x) % 4] > 0, x * x, 0.0))
+  x = np.array([-2.0, -0.7, 0.2, 1.1, 3.0], np.float32)
+  expected = np.where(table[np.sum(x[:, None] > table, axis=1) % 4] > 0, 2 * x, 0.0)
+  (ct,) = vjp(f, x)[1](np.ones(5, np.float32))
+  np.testing.assert_allclose(ct, expected)
+  np.testing.assert_allclose(grad(lambda x: jnp.sum(f(x)))(x), expected)
+  _, f_jvp = linearize(f, x)
+  linear_eqns = str(jaxon.make_jaxpr(f_jvp)(x))
+  assert "gt" not in linear_eqns and "reduce_sum" not in linear_eqns, linear_eqns
