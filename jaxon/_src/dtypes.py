@@ -255,13 +255,15 @@ def _type_node(t: Any) -> Any:
 
 
 def _dtype_and_weakness(x: Any) -> tuple[np.dtype, bool]:
+  """`x`'s dtype as promotion sees it: canonical (64-bit types narrowed when x64 is off,
+  as JAX does before promoting) and whether it is weakly typed."""
   if type(x) in (int, float, complex):
     return _PY_SCALAR_DTYPES[type(x)], True
   if any(x is t for t in (int, float, complex)):
     return _PY_SCALAR_DTYPES[x], True
   if isinstance(x, (np.dtype, str)) or (isinstance(x, type) and issubclass(x, np.generic)):
-    return np.dtype(x), False
-  return dtype(x), is_weakly_typed(x)
+    return canonicalize_dtype(x), False
+  return dtype(x, canonicalize=True), is_weakly_typed(x)
 
 
 def result_type(*args: Any, return_weak_type_flag: bool = False) -> Any:
