@@ -62,6 +62,15 @@ def _track_x64(name: str, value: Any) -> None:
 config.on_update(_track_x64)
 
 
+# The inexact dtypes arrays can have, by x64 flag: `sin` of one needs no conversion.
+_INEXACT_32 = frozenset(np.dtype(t) for t in (float16, float32, complex64, *_CUSTOM_FLOATS))
+_CANONICAL_INEXACT = (_INEXACT_32, _INEXACT_32 | {np.dtype(float64), np.dtype(complex128)})
+
+
+def is_canonical_inexact(dt: np.dtype) -> bool:
+  return dt in _CANONICAL_INEXACT[_x64]
+
+
 def canonicalize_dtype(dtype: Any) -> np.dtype:
   """The dtype an array of `dtype` actually gets: 64-bit types narrow unless x64 is on."""
   try:

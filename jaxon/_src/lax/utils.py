@@ -10,7 +10,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
-from jaxon._src.xla import executable
+from jaxon._src.xla import deferred
 
 
 def standard_primitive(name: str, shape_rule: Callable[..., tuple[int, ...]],
@@ -19,7 +19,7 @@ def standard_primitive(name: str, shape_rule: Callable[..., tuple[int, ...]],
   """A primitive with one output whose abstract eval is (shape, dtype, weak type) rules and
   whose impl compiles and runs it through XLA."""
   prim = core.Primitive(name)
-  prim.def_impl(functools.partial(executable.apply_primitive, prim))
+  prim.def_impl(functools.partial(deferred.apply_primitive, prim))
   weak_type_rule = weak_type_rule or standard_weak_type_rule
 
   def abstract_eval(*avals: ShapedArray, **params: Any) -> ShapedArray:
@@ -33,7 +33,7 @@ def standard_multi_result_primitive(name: str, abstract_eval: Callable[..., list
                                     ) -> core.Primitive:
   prim = core.Primitive(name)
   prim.multiple_results = True
-  prim.def_impl(functools.partial(executable.apply_primitive, prim))
+  prim.def_impl(functools.partial(deferred.apply_primitive, prim))
   prim.def_abstract_eval(abstract_eval)
   return prim
 

@@ -53,6 +53,10 @@ def promote_dtypes(*args: Any) -> list[Any]:
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
+  if len(args) == 2 and type(args[0]) is Array and type(args[1]) is Array:
+    x, y = args[0].aval, args[1].aval
+    if x.dtype == y.dtype and x.weak_type == y.weak_type:
+      return list(args)  # eager `x * y` of one type: nothing to check or convert
   check_arraylike(fun_name, *args)
   if len(args) < 2:
     return list(args)
@@ -61,5 +65,7 @@ def promote_args(fun_name: str, *args: Any) -> list[Any]:
 
 def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
   """Promotes to a common dtype, then to an inexact one (as `sin` of an int does)."""
+  if len(args) == 1 and type(args[0]) is Array and dtypes.is_canonical_inexact(args[0].aval.dtype):
+    return list(args)  # eager `sin(x)` of a float: nothing to check or convert
   check_arraylike(fun_name, *args)
   return _convert_all(args, *dtypes.operand_type(args, inexact=True))

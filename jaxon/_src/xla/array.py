@@ -21,15 +21,40 @@ from jaxon._src.xla import client
 
 
 class Array:
-  """An array on the device: the result of every jaxon computation."""
+  """An array on the device: the result of every jaxon computation.
 
-  __slots__ = ("aval", "_buf", "_npy", "__weakref__")
+  An eager operation's result may be *pending* (see `deferred.py`): it has its aval but
+  not yet its buffer, and `_pending` says which recorded operation computes it. Reading
+  `_buf` (which every use of the data does) runs the pending operations first.
+  """
+
+  __slots__ = ("aval", "_buf", "_npy", "_pending", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, aval: ShapedArray, buf: _jax.ArrayImpl):
     self.aval = aval
     self._buf = buf
     self._npy = None
+    self._pending = None
+
+  @classmethod
+  def pending(cls, aval: ShapedArray, pending: tuple) -> Array:
+    self = object.__new__(cls)
+    self.aval = aval
+    self._npy = None
+    self._pending = pending
+    return self
+
+  def _set_buffer(self, buf: _jax.ArrayImpl) -> None:
+    self._buf = buf
+    self._pending = None
+
+  def __getattr__(self, name: str) -> Any:
+    """Only reached for `_buf` of a pending Array (slots that are set never get here)."""
+    if name == "_buf" and self._pending is not None:
+      _materialize(self)
+      return self._buf
+    raise AttributeError(f"'Array' object has no attribute {name!r}")
 
   shape = property(lambda self: self.aval.shape)
   dtype = property(lambda self: self.aval.dtype)
@@ -66,6 +91,7 @@ class Array:
     self._buf._copy_single_device_array_to_host_async()
 
   def delete(self) -> None:
+    _flush()  # pending operations may read this Array
     self._buf.delete()
     self._npy = None
 
@@ -171,6 +197,20 @@ class Array:
     return self._value.__dlpack_device__()
 
 
+def _unset(*args: Any) -> None:
+  raise RuntimeError("jaxon's deferred eager dispatch is not loaded")
+
+
+_materialize: Any = _unset
+_flush: Any = _unset
+
+
+def set_materializer(materialize: Any, flush: Any) -> None:
+  """Installs the eager dispatcher's hooks: it lives above this module (it compiles)."""
+  global _materialize, _flush
+  _materialize, _flush = materialize, flush
+
+
 def _reconstruct(value: np.ndarray, weak_type: bool) -> Array:
   return device_put_numpy(value, weak_type=weak_type)
 
@@ -203,6 +243,12 @@ def scalar_constant(value: Any, dtype: np.dtype, weak_type: bool) -> Array:
   operation, which costs more than the operation itself. Sharing is safe because Arrays
   are immutable; one that was deleted is replaced.
   """
+  # Python ints and nonzero floats are their own keys (0.0 == -0.0, which differ).
+  quick = type(value) in (int, float) and value != 0
+  if quick:
+    arr = _python_scalar_constants.get((value, type(value), dtype, weak_type))
+    if arr is not None and not arr._buf.is_deleted():
+      return arr
   host = np.asarray(value)
   if host.dtype.kind == "c" and dtype.kind != "c":
     host = host.real
@@ -213,7 +259,14 @@ def scalar_constant(value: Any, dtype: np.dtype, weak_type: bool) -> Array:
     if len(_scalar_constants) >= _MAX_SCALAR_CONSTANTS:
       _scalar_constants.clear()
     arr = _scalar_constants[key] = device_put_numpy(host, dtype, weak_type)
+  if quick:
+    if len(_python_scalar_constants) >= _MAX_SCALAR_CONSTANTS:  # NaNs are new keys each
+      _python_scalar_constants.clear()
+    _python_scalar_constants[(value, type(value), dtype, weak_type)] = arr
   return arr
+
+
+_python_scalar_constants: dict[tuple[Any, type, np.dtype, bool], Array] = {}
 
 
 # One ShapedArray object per distinct aval, for the Arrays of the runtime: cache keys made

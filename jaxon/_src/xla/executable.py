@@ -26,11 +26,13 @@ class Executable:
 
   __slots__ = ("name", "loaded", "in_avals", "out_avals", "_handlers", "_const_bufs")
 
-  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str):
+  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, exact_ops: bool = False):
+    """`exact_ops` compiles each operation as it would be compiled alone, for a batch of
+    eager operations, whose results must not depend on how they were batched."""
     module = mlir.lower_jaxpr_to_module(jaxpr, name)
     self.name = name
     self.loaded = client.backend().compile_and_load(
-        mlir_module_bytes(module), client.device_list(), xla_client.CompileOptions())
+        mlir_module_bytes(module), client.device_list(), _compile_options(exact_ops))
     self.in_avals = [v.aval for v in jaxpr.invars]
     self.out_avals = [intern_aval(v.aval) for v in jaxpr.outvars]
     sharding = client.default_sharding()
@@ -40,13 +42,18 @@ class Executable:
 
   def __call__(self, args: Sequence[Any]) -> list[Array]:
     """Runs the program on `args` (Arrays, or NumPy values and Python scalars of the
-    argument avals). Every eager op and jit call pays for this, so it is lean."""
+    argument avals). Every jit call pays for this, so it is lean."""
     try:
       bufs = list(map(_buffer_of, args))
     except AttributeError:  # not all Arrays
       bufs = [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
+    return list(map(Array, self.out_avals, self.run(bufs, args)))
+
+  def run(self, bufs: list[_jax.ArrayImpl], args: Sequence[Any] = ()) -> list[_jax.ArrayImpl]:
+    """Runs the program on device buffers; `args` (the Arrays behind them, when known)
+    name a deleted one in the error."""
     try:
-      results = self.loaded.execute_sharded(
+      return self.loaded.execute_sharded(
           self._const_bufs + bufs if self._const_bufs else bufs
       ).consume_with_handlers(self._handlers)
     except _jax.JaxRuntimeError:
@@ -54,7 +61,15 @@ class Executable:
         if type(x) is Array:
           x._check_if_deleted()
       raise
-    return list(map(Array, self.out_avals, results))
+
+
+def _compile_options(exact_ops: bool) -> xla_client.CompileOptions:
+  options = xla_client.CompileOptions()
+  if exact_ops:
+    # Rewrites across operations ((a/b)/c -> a/(b*c), exp(a)*exp(b) -> exp(a+b)) and fusion
+    # (which lets LLVM contract a*b+c into an FMA) change the last bits of results.
+    options.executable_build_options.debug_options.xla_disable_hlo_passes = "algsimp,fusion"
+  return options
 
 
 def mlir_module_bytes(module: Any) -> bytes:
@@ -94,36 +109,25 @@ def _escaped_tracer_error(x: core.Tracer) -> Exception:
       f"The tracer {x} reached eager evaluation outside of its transformation.")
 
 
-def _arg_aval(x: Any) -> ShapedArray:
-  if type(x) is Array:
-    return x.aval
+def as_array(x: Any) -> Array:
+  """An eager operand as an Array: NumPy values are copied to the device now (they are
+  mutable, and the operation may run later), Python scalars come from the constants cache."""
   if isinstance(x, core.Tracer):
     raise _escaped_tracer_error(x)
-  return core.get_aval(x)
+  aval = core.get_aval(x)
+  if not aval.shape:
+    return scalar_constant(x, aval.dtype, aval.weak_type)
+  return device_put_numpy(np.asarray(x), aval.dtype, aval.weak_type)
 
 
-def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
-  """Runs one primitive on concrete values through a cached one-equation executable."""
-  try:
-    avals = tuple(map(_aval_of, args))  # Arrays; a tracer is stopped by `to_buffer`
-  except AttributeError:
-    avals = tuple(map(_arg_aval, args))
+def executable_for_signature(prim: core.Primitive, avals: tuple[ShapedArray, ...],
+                             params: dict) -> Executable:
+  """The one-equation program of `prim`, compiled once per (params, input avals)."""
   last = _last_executable.get(prim) if not params else None
   if last is not None and last[0] == avals:
-    exe = last[1]
-  else:
-    exe = _executable_for_primitive(prim, avals, params)
-  outs = exe(args)
-  return outs if prim.multiple_results else outs[0]
-
-
-def _executable_for_primitive(prim: core.Primitive, avals: tuple[ShapedArray, ...],
-                              params: dict) -> Executable:
+    return last[1]
   key = (prim, tuple(params.items()), avals)
-  try:
-    exe = _primitive_cache.get(key)
-  except TypeError as e:
-    raise TypeError(f"parameters of primitive '{prim.name}' must be hashable: {params}") from e
+  exe = _primitive_cache.get(key)
   if exe is None:
     exe = _primitive_cache[key] = _compile_primitive(prim, avals, params)
   if not params:
@@ -137,7 +141,7 @@ def _compile_primitive(prim: core.Primitive, avals: tuple[ShapedArray, ...],
   out = prim.abstract_eval(*avals, **params)
   outvars = [Var(a) for a in (out if prim.multiple_results else [out])]
   jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
-  return Executable(jaxpr, [], prim.name)
+  return Executable(jaxpr, [], prim.name, exact_ops=True)
 
 
 # ----------------------------------------------------------------------------- jitted jaxprs

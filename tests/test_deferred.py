@@ -1,0 +1,156 @@
+"""Deferred eager dispatch: eager operations are recorded and run in batches, and nothing a
+program can observe depends on it except the speed."""
+import threading
+
+import numpy as np
+import pytest
+
+import jaxon
+import jaxon.numpy as jnp
+from jaxon import lax, nn
+from jaxon._src.xla import deferred
+from jaxon.scipy.special import logsumexp
+
+rng = np.random.default_rng(0)
+A, B, C = (rng.uniform(0.5, 3.0, 257).astype(np.float32) for _ in range(3))
+
+# Each pair of operations here is one XLA would rewrite or fuse in a jitted program,
+# changing the last bits: (a/b)/c -> a/(b*c), exp(a)*exp(b) -> exp(a+b), a*b+c -> fma.
+PROGRAMS = {
+    "div_div": lambda a, b, c: (a / b) / c,
+    "exp_mul": lambda a, b, c: jnp.exp(a) * jnp.exp(b),
+    "log_exp": lambda a, b, c: jnp.log(jnp.exp(a)) + c,
+    "mul_add": lambda a, b, c: a * b + c,
+    "logistic": lambda a, b, c: lax.logistic(a) * b + c,
+    "erf_inv": lambda a, b, c: lax.erf_inv(a / 4) * b,
+    "lgamma": lambda a, b, c: lax.lgamma(a) * b + jnp.exp(c),
+    "gelu": lambda a, b, c: nn.gelu(a) * b + c,
+    "logsumexp": lambda a, b, c: logsumexp(a) + b,
+    "digamma_div": lambda a, b, c: lax.digamma(a) / b / c,
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_batched_values_equal_one_by_one_values(name):
+  """The first runs of a batch go op by op, later ones as one compiled program: the bits
+  must agree."""
+  f = PROGRAMS[name]
+  a, b, c = map(jnp.asarray, (A, B, C))
+  runs = [np.asarray(f(a, b, c)) for _ in range(deferred.FUSE_AFTER + 2)]
+  for later in runs[1:]:
+    np.testing.assert_array_equal(runs[0], later)
+  np.testing.assert_allclose(runs[0], np.asarray(jaxon.jit(f)(a, b, c)), rtol=2e-5, atol=1e-6)
+
+
+def test_results_are_pending_until_needed():
+  x = jnp.arange(4.0)
+  y = jnp.sin(x) * 2.0
+  assert y._pending is not None
+  assert y.shape == (4,) and y.dtype == np.float32  # known without running anything
+  np.testing.assert_allclose(np.asarray(y), np.sin(np.arange(4.0)) * 2, rtol=1e-6)
+  assert y._pending is None
+
+
+@pytest.mark.parametrize("use", [np.asarray, repr, float, bool, lambda y: y.item(),
+                                 lambda y: jaxon.jit(lambda v: v + 1)(y),
+                                 jaxon.block_until_ready, jaxon.device_get])
+def test_every_use_of_the_value_runs_the_batch(use):
+  y = jnp.exp(jnp.asarray(1.0)) - 1.0
+  use(y)
+  assert y._pending is None
+  assert float(y) == pytest.approx(np.e - 1, rel=1e-6)
+
+
+def test_errors_are_raised_at_the_operation():
+  x = jnp.ones((2, 3))
+  with pytest.raises(TypeError, match="add"):
+    lax.add(x, jnp.ones((3, 2)))
+  with pytest.raises(ValueError, match=r"\(2, 3\).*\(4,\)"):
+    jnp.add(x, jnp.ones(4))
+
+
+def test_repeated_batch_compiles_once_and_keeps_values():
+  def step(x):
+    for _ in range(10):
+      x = jnp.tanh(x) * 1.5
+    return x
+  x0 = jnp.linspace(-1.0, 1.0, 5)
+  expected = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
+  for _ in range(10):
+    expected = np.tanh(expected) * np.float32(1.5)
+  step(x0).block_until_ready()
+  fused_before = len(deferred._fused)
+  results = [np.asarray(step(x0)) for _ in range(5)]
+  assert len(deferred._fused) == fused_before + 1
+  for r in results:
+    np.testing.assert_array_equal(r, results[0])
+    np.testing.assert_allclose(r, expected, rtol=1e-5)
+
+
+def test_long_eager_loops_run_in_bounded_batches():
+  x = jnp.zeros(3)
+  for _ in range(3 * deferred.MAX_BATCH + 7):
+    x = x + 1.0
+    assert len(deferred._current.nodes) <= deferred.MAX_BATCH
+  np.testing.assert_array_equal(np.asarray(x), np.full(3, 3 * deferred.MAX_BATCH + 7.0))
+
+
+def test_live_intermediates_get_values_dead_ones_do_not_run():
+  x = jnp.arange(3.0)
+  kept = x * 2.0
+  result = jnp.sin(kept) + 1.0
+  jnp.cos(x)  # dropped at once: it is not an output of the batch
+  np.testing.assert_allclose(np.asarray(result), np.sin(np.arange(3.0) * 2) + 1, rtol=1e-6)
+  assert kept._pending is None
+  np.testing.assert_array_equal(np.asarray(kept), [0.0, 2.0, 4.0])
+
+
+def test_multiple_result_primitives_and_shared_operands():
+  keys = jnp.asarray([3, 1, 2])
+  vals = jnp.asarray([30.0, 10.0, 20.0])
+  sorted_keys, sorted_vals = lax.sort((keys, vals), num_keys=1)
+  both = sorted_vals + sorted_vals
+  np.testing.assert_array_equal(np.asarray(sorted_keys), [1, 2, 3])
+  np.testing.assert_array_equal(np.asarray(both), [20.0, 40.0, 60.0])
+
+
+def test_mutating_a_numpy_operand_later_does_not_change_the_result():
+  host = np.ones(3, np.float32)
+  y = jnp.add(jnp.zeros(3), host)
+  host[:] = 5.0
+  np.testing.assert_array_equal(np.asarray(y), np.ones(3))
+
+
+def test_deleted_operand_fails_at_the_operation():
+  x = jnp.ones(2)
+  pending = x * 3.0
+  x.delete()  # runs what was pending first
+  np.testing.assert_array_equal(np.asarray(pending), [3.0, 3.0])
+  with pytest.raises(RuntimeError, match="deleted"):
+    jnp.sin(x)
+
+
+def test_threads_record_and_run_concurrently():
+  def work(seed, out):
+    x = jnp.full(4, float(seed))
+    for _ in range(300):
+      x = x * 1.0 + 1.0
+    out[seed] = np.asarray(x)
+  out: dict = {}
+  threads = [threading.Thread(target=work, args=(s, out)) for s in range(4)]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  for s in range(4):
+    np.testing.assert_array_equal(out[s], np.full(4, s + 300.0))
+
+
+def test_pending_values_under_transformations():
+  """Pending Arrays captured by traced functions are constants like any Array."""
+  c = jnp.arange(3.0) * 2.0
+  f = jaxon.jit(lambda x: x * c)
+  np.testing.assert_array_equal(np.asarray(f(jnp.ones(3))), [0.0, 2.0, 4.0])
+  g = jaxon.grad(lambda x: jnp.sum(jnp.sin(x) * (c + 1.0)))
+  np.testing.assert_allclose(np.asarray(g(jnp.ones(3))), np.cos(1.0) * np.array([1, 3, 5.0]),
+                             rtol=1e-6)
