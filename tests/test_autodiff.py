@@ -247,3 +247,14 @@ def test_nested_jit_primal_part_stays_out_of_the_linear_jaxpr():
   _, f_jvp = linearize(f, x)
   linear_eqns = str(jaxon.make_jaxpr(f_jvp)(x))
   assert "gt" not in linear_eqns and "reduce_sum" not in linear_eqns, linear_eqns
+
+
+def test_jit_returns_float0_tangents_as_host_zeros():
+  """As in JAX: a jitted gradient with respect to an integer is a float0 NumPy array."""
+  f = jaxon.jit(jaxon.grad(lambda x, n: x * n, argnums=(0, 1), allow_int=True))
+  dx, dn = f(2.0, 3)
+  assert float(dx) == 3.0
+  assert isinstance(dn, np.ndarray) and dn.dtype == dtypes.float0 and dn.shape == ()
+  _, tangent = jaxon.jit(lambda n: jaxon.jvp(lambda m: m * 2, (n,),
+                                             (np.zeros((3,), dtypes.float0),)))(jnp.arange(3))
+  assert tangent.dtype == dtypes.float0 and tangent.shape == (3,)

@@ -203,3 +203,10 @@ def test_result_type_weak_flag():
   assert dtypes.result_type(1.0, return_weak_type_flag=True) == (np.dtype(np.float32), True)
   assert dtypes.result_type(1, np.int8, return_weak_type_flag=True) == (np.dtype(np.int8), False)
   assert dtypes.result_type(True, return_weak_type_flag=True) == (np.dtype(np.bool_), False)
+
+
+@pytest.mark.parametrize("like", [np.float32, jnp.float32, "float32", np.dtype("float32"),
+                                  np.float32(1.0)])
+def test_dtype_of_dtype_likes(like):
+  assert jaxon.dtypes.dtype(like) == np.float32
+  assert jaxon.dtypes.float0 == np.dtype([("float0", np.void, 0)])

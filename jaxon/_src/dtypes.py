@@ -124,10 +124,10 @@ def dtype(x: Any, canonicalize: bool = False) -> np.dtype:
     dt = scalar_dtype
   elif (aval := getattr(x, "aval", None)) is not None:  # arrays and tracers, directly
     dt = aval.dtype
+  elif isinstance(x, (np.dtype, type, str)):  # before `.dtype`: np.float32 has one too
+    dt = np.dtype(x)
   elif hasattr(x, "dtype"):
     dt = np.dtype(x.dtype)
-  elif isinstance(x, (np.dtype, type, str)):
-    dt = np.dtype(x)
   else:
     dt = np.result_type(x)
   if not canonicalize:

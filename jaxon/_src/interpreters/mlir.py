@@ -74,6 +74,8 @@ def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
 def ir_constant(value: Any, dtype: Any = None) -> ir.Value:
   """A StableHLO constant holding `value` (a scalar or array)."""
   arr = np.asarray(value, dtype=dtype)
+  if arr.dtype == dtypes.float0:  # symbolic zeros carry no data: lowered as false booleans
+    arr = np.zeros(arr.shape, np.bool_)
   if not arr.flags.c_contiguous:
     arr = arr.copy(order="C")
   attr = ir.DenseElementsAttr.get(arr, type=dtype_to_ir_type(arr.dtype), shape=arr.shape)

@@ -24,7 +24,8 @@ from jaxon._src.xla.array import Array, device_put_numpy, intern_aval, scalar_co
 class Executable:
   """A compiled program and what it takes to call it: argument avals, output handlers."""
 
-  __slots__ = ("name", "loaded", "in_avals", "out_avals", "_handlers", "_const_bufs")
+  __slots__ = ("name", "loaded", "in_avals", "out_avals", "_handlers", "_const_bufs",
+               "_float0_outputs")
 
   def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, exact_ops: bool = False):
     """`exact_ops` compiles each operation as it would be compiled alone, for a batch of
@@ -36,8 +37,10 @@ class Executable:
     self.in_avals = [v.aval for v in jaxpr.invars]
     self.out_avals = [intern_aval(v.aval) for v in jaxpr.outvars]
     sharding = client.default_sharding()
-    self._handlers = [_jax.array_result_handler(a, sharding, True, _skip_checks=True)
+    self._handlers = [_jax.array_result_handler(_device_aval(a), sharding, True,
+                                                _skip_checks=True)
                       for a in self.out_avals]
+    self._float0_outputs = [i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0]
     self._const_bufs = [to_buffer(c, v.aval) for c, v in zip(consts, jaxpr.constvars)]
 
   def __call__(self, args: Sequence[Any]) -> list[Array]:
@@ -47,7 +50,10 @@ class Executable:
       bufs = list(map(_buffer_of, args))
     except AttributeError:  # not all Arrays
       bufs = [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
-    return list(map(Array, self.out_avals, self.run(bufs, args)))
+    outs = list(map(Array, self.out_avals, self.run(bufs, args)))
+    for i in self._float0_outputs:  # as in JAX, float0 values are host zeros, not Arrays
+      outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
+    return outs
 
   def run(self, bufs: list[_jax.ArrayImpl], args: Sequence[Any] = ()) -> list[_jax.ArrayImpl]:
     """Runs the program on device buffers; `args` (the Arrays behind them, when known)
@@ -61,6 +67,11 @@ class Executable:
         if type(x) is Array:
           x._check_if_deleted()
       raise
+
+
+def _device_aval(aval: ShapedArray) -> ShapedArray:
+  """float0 has no data; programs carry it as booleans (see `mlir.ir_constant`)."""
+  return aval.update(dtype=np.dtype(np.bool_)) if aval.dtype == dtypes.float0 else aval
 
 
 def _compile_options(exact_ops: bool) -> xla_client.CompileOptions:
@@ -90,6 +101,8 @@ def to_buffer(x: Any, aval: ShapedArray) -> _jax.ArrayImpl:
     return x._buf
   if isinstance(x, core.Tracer):
     raise _escaped_tracer_error(x)
+  if aval.dtype == dtypes.float0:
+    return device_put_numpy(np.zeros(aval.shape, np.bool_))._buf
   if not aval.shape:
     return scalar_constant(x, aval.dtype, aval.weak_type)._buf
   return device_put_numpy(np.asarray(x), aval.dtype, aval.weak_type)._buf

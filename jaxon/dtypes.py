@@ -1,0 +1,13 @@
+"""jaxon.dtypes: the dtype helpers of `jax.dtypes` (float0 for integer tangents, bfloat16,
+canonicalization and promotion by JAX's lattice)."""
+from jaxon._src.dtypes import (
+    bfloat16 as bfloat16,
+    canonicalize_dtype as canonicalize_dtype,
+    dtype as dtype,
+    finfo as finfo,
+    float0 as float0,
+    iinfo as iinfo,
+    issubdtype as issubdtype,
+    promote_types as promote_types,
+    result_type as result_type,
+)
