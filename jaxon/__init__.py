@@ -45,7 +45,9 @@ from jaxon._src.errors import (
 from jaxon import numpy as numpy
 from jaxon import lax as lax
 from jaxon import tree_util as tree_util
+from jaxon import tree as tree
 from jaxon import core as core
+from jaxon import dtypes as dtypes
 from jaxon import ops as ops
 from jaxon import errors as errors
 from jaxon import test_util as test_util

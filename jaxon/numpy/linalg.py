@@ -6,6 +6,7 @@ from jaxon._src.numpy.linalg import (
     SlogdetResult as SlogdetResult,
     SVDResult as SVDResult,
     cholesky as cholesky,
+    cond as cond,
     cross as cross,
     det as det,
     diagonal as diagonal,

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import jaxon
 import jaxon.numpy as jnp
+from jaxon.test_util import check_grads
 from tests.linalg.linalg_util import adjoint, close, eager_and_jit, hpd, rand
 from tests.transform_util import check_vmap
 
@@ -309,3 +310,66 @@ def test_empty_matrices():
     for ours, theirs in zip(jnp.linalg.qr(wide.T, "complete" if full else "reduced"),
                             np.linalg.qr(wide.T, "complete" if full else "reduced")):
       close(ours, theirs, F32, f"qr of a 3×0 matrix, full={full}")
+
+
+# ----------------------------------------------------------------------------- qr raw, cond
+# `cond` is reached in its module until jaxon/numpy/linalg.py re-exports it.
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 4), (2, 3, 3), (1, 1), (3, 1), (0, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_qr_raw_matches_numpy(shape, dtype):
+  """LAPACK's compact form is unique given its sign conventions, so it matches exactly."""
+  x = rand(shape, dtype)
+  h, tau = jaxon.jit(lambda x: jnp.linalg.qr(x, "raw"))(x)  # eagerly: see the next test
+  want_h, want_tau = np.linalg.qr(x, "raw")
+  assert h.dtype == dtype and tau.dtype == dtype, f"qr raw dtypes {h.dtype}, {tau.dtype}"
+  close(h, want_h, F32, f"qr raw h of {shape} {np.dtype(dtype).name}")
+  close(tau, want_tau, F32, f"qr raw tau of {shape} {np.dtype(dtype).name}")
+
+
+def test_qr_raw_of_already_triangular_matrix_keeps_it():
+  x = np.diag(np.array([1.0, 0.0, -3.0], np.float32))
+  h, tau = eager_and_jit(lambda x: jnp.linalg.qr(x, "raw"), x)
+  want_h, want_tau = np.linalg.qr(x, "raw")
+  close(h, want_h, F32, "qr raw h of a diagonal matrix")
+  close(tau, want_tau, F32, "qr raw tau of a diagonal matrix (no reflections)")
+
+
+COND_ORDERS = [None, 2, -2, 1, -1, np.inf, -np.inf, "fro", "nuc"]
+
+
+@pytest.mark.parametrize("p", COND_ORDERS, ids=map(str, COND_ORDERS))
+@pytest.mark.parametrize("dtype", [np.float32, np.complex64])
+def test_cond_matches_numpy(p, dtype):
+  x = rand((2, 3, 3), dtype) + 2 * np.eye(3, dtype=dtype)
+  _check(lambda x: jnp.linalg.cond(x, p), lambda x: np.linalg.cond(x, p), x,
+         what=f"cond p={p} {np.dtype(dtype).name}")
+
+
+@pytest.mark.parametrize("p", [None, -2])
+def test_cond_of_rectangular_matrices(p):
+  x = rand((2, 3, 5))
+  _check(lambda x: jnp.linalg.cond(x, p), lambda x: np.linalg.cond(x, p), x, what=f"cond p={p}")
+
+
+@pytest.mark.parametrize("p", [1, -1, np.inf, -np.inf, "fro"])
+def test_cond_of_singular_and_nan_matrices(p):
+  singular = np.array([[1.0, 2.0], [2.0, 4.0]], np.float32)
+  assert np.isinf(np.asarray(jnp.linalg.cond(singular, p))), f"cond of a singular matrix, p={p}"
+  with_nan = np.array([[np.nan, 2.0], [2.0, 4.0]], np.float32)
+  assert np.isnan(np.asarray(jnp.linalg.cond(with_nan, p))), f"cond of a NaN matrix, p={p}"
+
+
+def test_cond_errors_and_integers():
+  with pytest.raises(ValueError, match="square matrices"):
+    jnp.linalg.cond(np.ones((2, 3), np.float32), 1)
+  with pytest.raises(ValueError, match="matrices"):
+    jnp.linalg.cond(np.ones(3, np.float32))
+  close(jnp.linalg.cond(np.array([[1, 0], [0, 4]])), np.float32(4.0), F32, "cond of int32")
+
+
+@pytest.mark.parametrize("p", [None, "fro"], ids=str)
+def test_cond_grads(x64, p):
+  x = rand((3, 3), np.float64) + 3 * np.eye(3)
+  check_grads(lambda x: jnp.linalg.cond(x, p), (x,), order=1, modes=("fwd", "rev"))

@@ -8,6 +8,7 @@ import scipy.linalg
 
 import jaxon
 from jaxon.scipy import linalg
+from jaxon.test_util import check_grads
 from tests.linalg.linalg_util import close, eager_and_jit, hpd, rand
 from tests.transform_util import check_vmap
 
@@ -142,3 +143,71 @@ def test_errors():
     linalg.cho_solve((A, True), np.ones(4, np.float32))
   with pytest.raises(NotImplementedError, match="type 2"):
     linalg.eigh(A, SPD, type=2)
+
+
+# ----------------------------------------------------------------------------- special matrices
+
+C3 = np.array([1.0, 2.0, -3.0], np.float32)
+R4 = np.array([9.0, 4.0, 5.0, -6.0], np.float32)
+SPECIAL_MATRIX_CASES = [
+    ("toeplitz c, r", linalg.toeplitz, scipy.linalg.toeplitz, (C3, R4)),
+    ("toeplitz c", linalg.toeplitz, scipy.linalg.toeplitz, (C3,)),
+    ("toeplitz complex", linalg.toeplitz, scipy.linalg.toeplitz,
+     (np.array([1 + 1j, 2 - 1j, 3], np.complex64),)),
+    ("toeplitz batch", linalg.toeplitz, scipy.linalg.toeplitz,
+     (rand((2, 3)), rand((1, 4), seed=1))),
+    ("toeplitz scalar", linalg.toeplitz, scipy.linalg.toeplitz, (np.float32(5),)),
+    ("hankel c, r", linalg.hankel, scipy.linalg.hankel, (C3, R4)),
+    ("hankel c", linalg.hankel, scipy.linalg.hankel, (C3,)),
+    ("circulant", linalg.circulant, scipy.linalg.circulant, (C3,)),
+    ("circulant batch", linalg.circulant, scipy.linalg.circulant, (rand((2, 4)),)),
+    ("companion", linalg.companion, scipy.linalg.companion, (np.float32([2, -3, 1, 4]),)),
+    ("companion batch", linalg.companion, scipy.linalg.companion, (rand((2, 3)) + 3,)),
+]
+
+
+@pytest.mark.parametrize("name,f,scipy_f,args", SPECIAL_MATRIX_CASES,
+                         ids=[c[0] for c in SPECIAL_MATRIX_CASES])
+def test_special_matrices(name, f, scipy_f, args):
+  _check(f, scipy_f, *args, what=name)
+
+
+def test_special_matrices_keep_integer_dtypes_and_hilbert():
+  c = np.array([1, 2, 3], np.int32)
+  for f in (linalg.toeplitz, linalg.hankel, linalg.circulant):
+    out = f(c)
+    assert out.dtype == np.int32, f"{f.__name__} of int32 gave {out.dtype}"
+    np.testing.assert_array_equal(out, getattr(scipy.linalg, f.__name__)(c))
+  assert linalg.companion(c).dtype == np.float32
+  close(linalg.hilbert(4), scipy.linalg.hilbert(4), F32, "hilbert(4)")
+  assert linalg.hilbert(0).shape == (0, 0)
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4)])
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_polar(shape, side):
+  a = rand(shape, seed=3)
+  _check(lambda a: linalg.polar(a, side), lambda a: scipy.linalg.polar(a, side), a,
+         what=f"polar {shape} {side}")
+  _check(lambda a: linalg.polar(a, side, method="svd"), lambda a: scipy.linalg.polar(a, side),
+         a, what=f"polar {shape} {side} svd")
+
+
+def test_special_matrices_transforms(x64):
+  c, r = np.array([1.0, 2.0, -3.0]), np.array([9.0, 4.0, 5.0, -6.0])
+  check_grads(linalg.toeplitz, (c, r), order=1)
+  check_grads(linalg.hankel, (c, r), order=1)
+  check_grads(linalg.circulant, (c,), order=1)
+  check_grads(linalg.companion, (np.array([2.0, -3.0, 1.0]),), order=2)
+  a = rand((3, 3), np.float64, seed=4) + 3 * np.eye(3)
+  check_grads(lambda a: linalg.polar(a)[1], (a,), order=1, rtol=1e-4, atol=1e-6)
+  check_vmap(linalg.toeplitz, (rand((2, 3)), rand((2, 4), seed=1)), axes=(0,))
+
+
+def test_special_matrix_errors():
+  with pytest.raises(ValueError, match="at least 2"):
+    linalg.companion(np.float32([1]))
+  with pytest.raises(ValueError, match="side"):
+    linalg.polar(A, "up")
+  with pytest.raises(ValueError, match="method"):
+    linalg.polar(A, method="newton")

@@ -53,6 +53,13 @@ CASES = [
     ("gammaincc", osp.gammaincc, [_log_uniform(0.1, 40), _log_uniform(0.05, 60)],
      [(4, 1), (5,)], 1e-4, 1),
     ("zeta", osp.zeta, [_uniform(1.5, 6), _uniform(0.5, 4)], [(3, 1), (4,)], 1e-5, 0),
+    ("kl_div", osp.kl_div, [_uniform(0.1, 2), _uniform(0.1, 2)], [(2, 3), (3,)], 1e-5, 2),
+    ("boxcox", osp.boxcox, [_uniform(0.1, 5), _uniform(-2, 2)], [(3, 1), (4,)], 1e-4, 2),
+    ("boxcox1p", osp.boxcox1p, [_uniform(-0.9, 4), _uniform(-2, 2)], [(3, 1), (4,)], 1e-4, 2),
+    ("factorial", osp.factorial, [_uniform(0.1, 8)], [(5,)], 1e-4, 2),
+    ("comb", osp.comb, [_uniform(4, 12), _uniform(0.2, 3.5)], [(3, 1), (4,)], 1e-4, 2),
+    ("poch", osp.poch, [_uniform(0.5, 5), _uniform(-0.4, 3)], [(3, 1), (4,)], 1e-4, 2),
+    ("loggamma", osp.loggamma, [_uniform(0.1, 20)], [(5,)], 1e-5, 2),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -89,7 +96,8 @@ def test_float64_matches_scipy(x64, name, sp_fn, samplers, shapes, rtol, order):
 
 # Thin wrappers of lax primitives (erf, gammaln, …) have their rules tested with lax.
 _COMPOSITIONS = {"gamma", "logit", "i0e", "i1e", "log_ndtr", "ndtri", "entr", "xlogy",
-                 "xlog1py", "rel_entr", "betaln", "gammainc", "gammaincc"}
+                 "xlog1py", "rel_entr", "betaln", "gammainc", "gammaincc", "kl_div", "boxcox",
+                 "boxcox1p", "factorial", "comb", "poch", "loggamma"}
 GRAD_CASES = [c for c in CASES if c[0] in _COMPOSITIONS]
 
 
@@ -144,6 +152,13 @@ EDGES = [
                   [0.0, 1.0, 1.0, -1.0, 0.0, 1.0, np.inf, 1e-30]]),
     ("gammaincc", [[0.0, 0.0, -1.0, 1.0, 1.0, np.nan, 2.0, 3.0],
                    [0.0, 1.0, 1.0, -1.0, 0.0, 1.0, np.inf, 1e-30]]),
+    ("kl_div", [[0.0, 0.0, 1.0, -1.0, 2.0], [0.0, 3.0, 0.0, 1.0, -1.0]]),
+    ("boxcox", [[0.0, 0.0, -1.0, 2.0, 2.0], [1.0, -1.0, 0.5, 0.0, 1e-20]]),
+    ("boxcox1p", [[-1.0, -1.0, -2.0, 1e-10, 2.0], [1.0, -1.0, 0.5, 0.0, 1e-20]]),
+    ("factorial", [[-1.0, -0.5, 0.0, 1.0, 10.0, 170.0]]),
+    ("comb", [[5.0, 5.0, 5.0, -1.0, 0.0, 20.0], [6.0, -1.0, 0.0, 0.0, 0.0, 10.0]]),
+    ("poch", [[2.0, 0.5, -1.5, 3.0], [0.0, 0.0, 2.0, -1.5]]),
+    ("loggamma", [[0.0, -1.5, 1.0, 2.0, 1e-300]]),
 ]
 
 
@@ -244,3 +259,14 @@ def test_logsumexp_where_and_negative_sum():
   np.testing.assert_allclose(jsp.softmax(a, axis=1), osp.softmax(a, axis=1), rtol=1e-6)
   np.testing.assert_allclose(jsp.log_softmax(a), osp.log_softmax(a), rtol=1e-6)
   assert jnp.asarray(jsp.logsumexp(a)).shape == ()
+
+
+def test_comb_and_factorial_options():
+  N, k = np.array([5.0, 3.0, 0.0, 0.0]), np.array([2.0, 3.0, 0.0, 2.0])
+  np.testing.assert_allclose(jsp.comb(N, k, repetition=True),
+                             osp.comb(N, k, repetition=True), rtol=1e-5)
+  for f, args in ((jsp.comb, (5, 2)), (jsp.factorial, (5,))):
+    with pytest.raises(NotImplementedError, match="exact=True"):
+      f(*args, exact=True)
+  with pytest.raises(TypeError, match="complex"):
+    jsp.loggamma(np.complex64(1 + 1j))

@@ -114,19 +114,56 @@ def qr(a: Any, mode: str = "reduced") -> Any:
   Args:
     a: matrices (…, m, n); k = min(m, n).
     mode: "reduced" gives Q (…, m, k) and R (…, k, n); "complete" Q (…, m, m) and R
-      (…, m, n); "r" only the reduced R.
+      (…, m, n); "r" only the reduced R; "raw" LAPACK's compact form `(h, tau)` as NumPy
+      gives it: h (…, n, m) is transposed, with R in its lower triangle and the Householder
+      vectors above it, and tau (…, k) holds the reflectors' scales.
 
   Returns:
-    QRResult(Q, R), or R for mode "r".
+    QRResult(Q, R), R for mode "r", or (h, tau) for mode "raw".
 
   Example: `jnp.linalg.qr(jnp.eye(2)).R` is the identity up to signs.
   """
   a = _matrices("qr", a)
-  if mode not in ("reduced", "complete", "r"):
-    raise ValueError(f"jnp.linalg.qr: unsupported mode {mode!r}; use 'reduced', 'complete' "
-                     "or 'r' ('raw' is not implemented in jaxon).")
+  if mode not in ("reduced", "complete", "r", "raw"):
+    raise ValueError(f"jnp.linalg.qr: unsupported mode {mode!r}; use 'reduced', 'complete', "
+                     "'r' or 'raw'.")
+  if mode == "raw":
+    h, tau = _householder_qr(a)
+    return shape.matrix_transpose(h), tau
   q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
   return r if mode == "r" else QRResult(q, r)
+
+
+def _householder_qr(a: Any) -> tuple[Any, Any]:
+  """LAPACK geqrf's output, (R with the reflectors v below its diagonal, tau), computed
+  column by column with LAPACK's sign and scaling conventions so the values match NumPy's.
+
+  Step j reflects column j of the trailing block onto beta·e₀ with H = I - tau v vᴴ
+  (v₀ = 1), then applies Hᴴ to the columns right of it. `lax_linalg.qr` computes the same
+  factorisation in LAPACK but only exposes Q and R; this traces one step per column.
+  """
+  m, n = a.shape[-2:]
+  h, taus = a, []
+  for j in range(min(m, n)):
+    block = h[..., j:, j:]
+    alpha, tail = block[..., 0, 0], block[..., 1:, 0]
+    tail_norm = ufuncs.sqrt(reductions.sum(ufuncs.real(tail * ufuncs.conj(tail)), axis=-1))
+    beta = -ufuncs.copysign(ufuncs.hypot(ufuncs.abs(alpha), tail_norm), ufuncs.real(alpha))
+    # Nothing to annihilate: H = I (tau = 0), as LAPACK does.
+    identity = (tail_norm == 0) & (ufuncs.imag(alpha) == 0)
+    tau = ufuncs.where(identity, 0, (beta - alpha) / ufuncs.where(identity, 1, beta))
+    v_tail = tail / ufuncs.where(identity, 1, alpha - beta)[..., None]
+    v = shape.concatenate([lax_numpy.ones_like(alpha)[..., None], v_tail], axis=-1)
+    rest = block[..., :, 1:]
+    w = reductions.sum(ufuncs.conj(v)[..., :, None] * rest, axis=-2)
+    rest = rest - (ufuncs.conj(tau)[..., None] * w)[..., None, :] * v[..., :, None]
+    diag = ufuncs.where(identity, alpha, beta).astype(a.dtype)
+    column = shape.concatenate([diag[..., None], v_tail], axis=-1)
+    h = h.at[..., j:, j:].set(shape.concatenate([column[..., :, None], rest], axis=-1))
+    taus.append(tau.astype(a.dtype))
+  if not taus:  # an empty matrix has no reflectors
+    return h, lax_numpy.zeros_like(a, shape=(*a.shape[:-2], 0))
+  return h, shape.stack(taus, axis=-1)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
@@ -643,3 +680,31 @@ def vector_norm(x: Any, /, *, axis: int | tuple[int, ...] | None = None,
 def matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
   """Matrix norms of the matrices in the last two axes."""
   return norm(x, ord=ord, axis=(-2, -1), keepdims=keepdims)
+
+
+def cond(x: Any, p: Any = None) -> Any:
+  """The condition number of matrices: ‖x‖ₚ ‖x⁻¹‖ₚ, as NumPy's `cond`.
+
+  Args:
+    x: matrices (…, m, n); square unless p is None, 2 or -2.
+    p: None or 2 (largest over smallest singular value), -2 (smallest over largest), or
+      any matrix norm order of `norm` ("fro", "nuc", 1, -1, inf, -inf).
+
+  Returns:
+    The condition numbers (…,), real; inf for singular matrices without NaN entries.
+
+  Example: `jnp.linalg.cond(jnp.array([[1., 0.], [0., 4.]]))` is `4.`.
+  """
+  x = _matrices("cond", x)
+  if p is None or (not isinstance(p, str) and p in (2, -2)):
+    s = svd(x, compute_uv=False)
+    largest, smallest = s[..., 0], s[..., -1]
+    r = smallest / largest if p == -2 else largest / smallest
+  else:
+    if x.shape[-1] != x.shape[-2]:
+      raise ValueError(f"jnp.linalg.cond with p={p!r} takes square matrices (…, n, n), got "
+                       f"an array of shape {x.shape}.")
+    r = norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+  # A singular matrix gives 0/0 or inf·0; its condition number is inf (as in NumPy).
+  finite_input = ~reductions.any(ufuncs.isnan(x), axis=(-2, -1))
+  return ufuncs.where(ufuncs.isnan(r) & finite_input, np.inf, r)

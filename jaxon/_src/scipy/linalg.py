@@ -301,6 +301,117 @@ def block_diag(*arrs: Any) -> Any:
   return shape.concatenate(rows, axis=0)
 
 
+# ----------------------------------------------------------------------------- special matrices
+
+def _vectors(fun_name: str, *xs: Any) -> list[Any]:
+  """Arrays of one dtype with at least one axis: the last one is the vector, leading axes
+  are batch axes (scalars are 1-vectors)."""
+  util.check_arraylike(f"jax.scipy.linalg.{fun_name}", *xs)
+  return [shape.atleast_1d(lax_numpy.asarray(x)) for x in util.promote_dtypes(*xs)]
+
+
+def _broadcast_batch_vectors(*xs: Any) -> list[Any]:
+  batch = lax.broadcast_shapes(*[x.shape[:-1] for x in xs])
+  return [shape.broadcast_to(x, batch + x.shape[-1:]) for x in xs]
+
+
+def toeplitz(c: Any, r: Any = None) -> Any:
+  """The Toeplitz matrix with first column `c` and first row `r` (T[i, j] = c[i - j] below
+  the diagonal, r[j - i] above; r[0] is ignored). Without `r`, r = conj(c): a Hermitian
+  matrix for real c[0]. Leading axes of `c` and `r` are broadcast batch axes.
+
+  Example: `toeplitz(jnp.array([1, 2, 3]), jnp.array([1, 4]))` is `[[1, 4], [2, 1], [3, 2]]`.
+  """
+  if r is None:
+    c, = _vectors("toeplitz", c)
+    r = ufuncs.conj(c)
+  else:
+    c, r = _vectors("toeplitz", c, r)
+  m, n = c.shape[-1], r.shape[-1]
+  c, r = _broadcast_batch_vectors(c, r)
+  # c reversed then r[1:]: T[i, j] sits at (m - 1) - i + j.
+  values = shape.concatenate([shape.flip(c, -1), r[..., 1:]], axis=-1)
+  return values[..., (m - 1) - np.arange(m)[:, None] + np.arange(n)[None, :]]
+
+
+def hankel(c: Any, r: Any = None) -> Any:
+  """The Hankel matrix with first column `c` and last row `r` (H[i, j] = c[i + j] while
+  i + j < m, then r[i + j - m + 1]; r[0] is ignored). Without `r`, zeros below the
+  anti-diagonal. Leading axes are batch axes (SciPy 1.19's behaviour; older SciPy ravels).
+
+  Example: `hankel(jnp.array([1, 2, 3]))` is `[[1, 2, 3], [2, 3, 0], [3, 0, 0]]`.
+  """
+  if r is None:
+    c, = _vectors("hankel", c)
+    r = lax_numpy.zeros_like(c)
+  else:
+    c, r = _vectors("hankel", c, r)
+  m, n = c.shape[-1], r.shape[-1]
+  c, r = _broadcast_batch_vectors(c, r)
+  values = shape.concatenate([c, r[..., 1:]], axis=-1)
+  return values[..., np.arange(m)[:, None] + np.arange(n)[None, :]]
+
+
+def circulant(c: Any) -> Any:
+  """The circulant matrix with first column `c`: C[i, j] = c[(i - j) mod n]. Leading axes
+  are batch axes.
+
+  Example: `circulant(jnp.array([1, 2, 3]))` is `[[1, 3, 2], [2, 1, 3], [3, 2, 1]]`.
+  """
+  c, = _vectors("circulant", c)
+  n = c.shape[-1]
+  return c[..., (np.arange(n)[:, None] - np.arange(n)[None, :]) % n]
+
+
+def companion(a: Any) -> Any:
+  """The companion matrix of the polynomial with coefficients `a` (highest degree first,
+  a[0] != 0): first row -a[1:] / a[0], ones on the subdiagonal. Its eigenvalues are the
+  polynomial's roots. Leading axes are batch axes.
+
+  Example: `companion(jnp.array([1., -3., 2.]))` is `[[3., -2.], [1., 0.]]`.
+  """
+  a, = _inexact("companion", a)
+  if a.ndim < 1 or a.shape[-1] < 2:
+    raise ValueError("jax.scipy.linalg.companion: the length of a must be at least 2, got "
+                     f"shape {a.shape}.")
+  n = a.shape[-1] - 1
+  first_row = -a[..., 1:] / a[..., :1]
+  below = shape.broadcast_to(creation.eye(n - 1, n, dtype=a.dtype), a.shape[:-1] + (n - 1, n))
+  return shape.concatenate([first_row[..., None, :], below], axis=-2)
+
+
+def hilbert(n: int) -> Any:
+  """The n×n Hilbert matrix, H[i, j] = 1 / (i + j + 1), in the default float dtype.
+
+  Example: `hilbert(2)` is `[[1., .5], [.5, 1/3]]`.
+  """
+  i = np.arange(n)
+  return lax_numpy.asarray(1.0 / (i[:, None] + i[None, :] + 1.0),
+                           dtype=lax_numpy.zeros(()).dtype)
+
+
+def polar(a: Any, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
+          max_iterations: int | None = None) -> tuple[Any, Any]:
+  """The polar decomposition: a = u p (side "right") or a = p u (side "left"), u with
+  orthonormal columns (rows for wide a) and p Hermitian positive semidefinite.
+
+  Computed from the SVD a = U S Vh as u = U Vh, p = Vh^H S Vh (or U S U^H) whatever the
+  `method` ("qdwh" or "svd"); `eps` and `max_iterations`, which tune QDWH, are ignored.
+
+  Example: `polar(jnp.array([[2., 0.], [0., -3.]]))` is `([[1, 0], [0, -1]], [[2, 0], [0, 3]])`.
+  """
+  if side not in ("right", "left"):
+    raise ValueError(f"jax.scipy.linalg.polar: side must be 'right' or 'left', got {side!r}.")
+  if method not in ("qdwh", "svd"):
+    raise ValueError(f"jax.scipy.linalg.polar: unknown method {method!r}.")
+  a, = _inexact("polar", a)
+  u_svd, s, vh = jnp_linalg.svd(a, full_matrices=False)
+  unitary = u_svd @ vh
+  factor = vh if side == "right" else _adjoint(u_svd)
+  s = s.astype(a.dtype)[..., :, None]
+  return unitary, _adjoint(factor) @ (s * factor)
+
+
 # ----------------------------------------------------------------------------- expm
 
 # Padé coefficients b_0 … b_m of the [m/m] approximant of exp (Higham 2005, "The scaling and

@@ -179,6 +179,68 @@ def multigammaln(a: Any, d: int) -> Any:
   return total
 
 
+def loggamma(x: Any) -> Any:
+  """The principal branch of log Gamma(x) for real x: gammaln(x) for x > 0, NaN for x < 0
+  (where Gamma changes sign, so its real log is undefined), inf at 0.
+
+  Complex arguments are not supported. JAX implementation of `scipy.special.loggamma`."""
+  if dtypes.issubdtype(dtypes.dtype(x), np.complexfloating):
+    raise TypeError("jax.scipy.special.loggamma: complex arguments are not supported.")
+  (x,) = _promote_args_inexact("loggamma", x)
+  negative = lax.lt(x, _const(x, 0))
+  safe_x = lax.select(negative, lax.full_like(x, 1), x)
+  return lax.select(negative, lax.full_like(x, np.nan), lax.lgamma(safe_x))
+
+
+def factorial(n: Any, exact: bool = False) -> Any:
+  """n! = Gamma(n + 1) for n >= 0 (real n allowed), 0 for n < 0.
+
+  `exact=True` (integer arithmetic) is not supported. JAX implementation of
+  `scipy.special.factorial`."""
+  if exact:
+    raise NotImplementedError("jax.scipy.special.factorial: exact=True is not supported.")
+  (n,) = _promote_args_inexact("factorial", n)
+  negative = lax.lt(n, _const(n, 0))
+  safe_n = lax.select(negative, lax.full_like(n, 0), n)
+  return lax.select(negative, lax.full_like(n, 0), gamma(lax.add(safe_n, _const(n, 1))))
+
+
+def comb(N: Any, k: Any, *, exact: bool = False, repetition: bool = False) -> Any:
+  """The number of combinations of N things taken k at a time, Gamma(N + 1) /
+  (Gamma(k + 1) Gamma(N - k + 1)), for real 0 <= k <= N and 0 elsewhere. With
+  `repetition`, combinations with repetition: comb(N + k - 1, k) (SciPy's generalized
+  binomial coefficients for N < 0 are not reproduced: those give 0).
+
+  `exact=True` (integer arithmetic) is not supported. JAX implementation of
+  `scipy.special.comb`."""
+  if exact:
+    raise NotImplementedError("jax.scipy.special.comb: exact=True is not supported.")
+  N, k = _promote_and_broadcast("comb", N, k)
+  if repetition:  # comb(N + k - 1, k), but 1 for k = 0 even when N = 0
+    empty = lax.bitwise_and(lax.eq(k, _const(k, 0)), lax.ge(N, _const(N, 0)))
+    return lax.select(empty, lax.full_like(N, 1),
+                      comb(lax.sub(lax.add(N, k), _const(N, 1)), k))
+  zero = _const(N, 0)
+  valid = lax.bitwise_and(lax.bitwise_and(lax.ge(k, zero), lax.ge(N, zero)), lax.le(k, N))
+  safe_N = lax.select(valid, N, lax.full_like(N, 1))
+  safe_k = lax.select(valid, k, lax.full_like(k, 0))
+  one = _const(N, 1)
+  log_comb = lax.sub(lax.lgamma(lax.add(safe_N, one)), lax.add(
+      lax.lgamma(lax.add(safe_k, one)), lax.lgamma(lax.add(lax.sub(safe_N, safe_k), one))))
+  return lax.select(valid, lax.exp(log_comb), lax.full_like(N, 0))
+
+
+def poch(z: Any, m: Any) -> Any:
+  """The Pochhammer symbol (rising factorial) Gamma(z + m) / Gamma(z); 1 where m == 0.
+
+  JAX implementation of `scipy.special.poch`."""
+  z, m = _promote_and_broadcast("poch", z, m)
+  z_plus_m = lax.add(z, m)
+  sign = lax.mul(_gamma_sign(z_plus_m), _gamma_sign(z))
+  value = lax.mul(sign, lax.exp(lax.sub(lax.lgamma(z_plus_m), lax.lgamma(z))))
+  return lax.select(lax.eq(m, _const(m, 0)), lax.full_like(z, 1), value)
+
+
 # ----------------------------------------------------------------------------- logs
 
 def _finite_positive(y: Any) -> Any:
@@ -232,6 +294,39 @@ def rel_entr(x: Any, y: Any) -> Any:
   zero = lax.bitwise_and(lax.eq(x, _const(x, 0)), lax.ge(y, _const(y, 0)))
   edge = lax.select(zero, lax.full_like(x, 0), lax.full_like(x, np.inf))
   return lax.select(both_positive, value, edge)
+
+
+def kl_div(x: Any, y: Any) -> Any:
+  """Elementwise Kullback-Leibler divergence x log(x / y) - x + y: y where x == 0 and
+  y >= 0, inf where x < 0 or y <= 0 otherwise.
+
+  JAX implementation of `scipy.special.kl_div`."""
+  x, y = _promote_and_broadcast("kl_div", x, y)
+  return lax.add(rel_entr(x, y), lax.sub(y, x))
+
+
+def boxcox(x: Any, lmbda: Any) -> Any:
+  """The Box-Cox transformation (x^lmbda - 1) / lmbda, log(x) at lmbda = 0.
+
+  JAX implementation of `scipy.special.boxcox`."""
+  x, lmbda = _promote_and_broadcast("boxcox", x, lmbda)
+  return _boxcox_of_log(lax.log(x), lmbda)
+
+
+def boxcox1p(x: Any, lmbda: Any) -> Any:
+  """The Box-Cox transformation of 1 + x, accurate for small x.
+
+  JAX implementation of `scipy.special.boxcox1p`."""
+  x, lmbda = _promote_and_broadcast("boxcox1p", x, lmbda)
+  return _boxcox_of_log(lax.log1p(x), lmbda)
+
+
+def _boxcox_of_log(log_x: Any, lmbda: Any) -> Any:
+  """expm1(lmbda log x) / lmbda, or log x where |lmbda| is below 1e-19 as in SciPy (the
+  division then gets lmbda = 1, so its unused branch cannot put NaN in gradients)."""
+  tiny = lax.lt(lax.abs(lmbda), _const(lmbda, 1e-19))
+  safe_lmbda = lax.select(tiny, lax.full_like(lmbda, 1), lmbda)
+  return lax.select(tiny, log_x, lax.div(lax.expm1(lax.mul(safe_lmbda, log_x)), safe_lmbda))
 
 
 def logit(x: Any) -> Any:
