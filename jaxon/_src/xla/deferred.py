@@ -10,12 +10,14 @@ or when it grows to `MAX_BATCH` operations.
 
 A batch is identified by its structure: the operations, how they connect, and which of
 their results are still alive. Eager code repeats itself (a training step, a loop body),
-so a batch seen `FUSE_AFTER` times is compiled into one program and later runs as a single
-executable call. Batches seen fewer times run operation by operation through the cached
+so a batch that has repeated enough (`FUSE_WORK`) is compiled into one program and later
+runs as a single executable call. Until then batches run operation by operation through the cached
 one-primitive executables, as plain eager dispatch would: code that never repeats pays
-no extra compilation. A batch program is compiled without XLA's rewrites across
-operations and without fusion, so either way every value is bit-for-bit what the operation
-gives alone.
+no extra compilation. Batch programs, like one-primitive programs, are compiled without
+XLA's algebraic rewrites, so each operation computes what it computes alone; the one
+difference left is that XLA's CPU backend contracts a multiply feeding an add into a fused
+multiply-add when both land in one fused loop, which rounds once instead of twice (a
+last-bit difference, more accurate, as in any jitted program).
 """
 from __future__ import annotations
 
@@ -33,8 +35,10 @@ from jaxon._src.xla import executable
 from jaxon._src.xla.array import Array
 
 MAX_BATCH = 256
-FUSE_AFTER = 2
-_MAX_SEEN = 4096
+# A batch is compiled once it has run this many operations op by op: compiling costs
+# about as much as a few thousand eager operations, so only code that repeats pays it.
+FUSE_WORK = 2048
+_MAX_TRACKED = 4096
 
 
 class _Signature:
@@ -72,7 +76,7 @@ _lock = threading.RLock()
 _current = _Batch()
 _signatures: dict[tuple, _Signature] = {}
 _last_signature: dict[core.Primitive, _Signature] = {}
-_seen: dict[tuple, int] = {}
+_work_done: dict[tuple, int] = {}
 _fused: dict[tuple, Any] = {}
 
 
@@ -178,15 +182,15 @@ def _run(batch: _Batch) -> None:
 
 
 def _fuse_if_repeated(key: tuple, batch: _Batch, live: list) -> Any:
-  seen = _seen.get(key, 0) + 1
-  if seen < FUSE_AFTER:
-    if len(_seen) >= _MAX_SEEN:
-      _seen.clear()
-    _seen[key] = seen
+  done = _work_done.get(key, 0)
+  if done < FUSE_WORK:
+    if len(_work_done) >= _MAX_TRACKED:
+      _work_done.clear()
+    _work_done[key] = done + len(batch.nodes)
     return None
-  _seen.pop(key, None)
+  del _work_done[key]
   exe = _fused[key] = executable.Executable(_batch_jaxpr(batch, live), [], "eager",
-                                                exact_ops=True)
+                                            eager=True)
   return exe
 
 
@@ -228,7 +232,7 @@ def _clear_caches(name: str, value: Any) -> None:
     flush()
     _signatures.clear()
     _last_signature.clear()
-    _seen.clear()
+    _work_done.clear()
     _fused.clear()
 
 

@@ -27,13 +27,13 @@ class Executable:
   __slots__ = ("name", "loaded", "in_avals", "out_avals", "_handlers", "_const_bufs",
                "_float0_outputs")
 
-  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, exact_ops: bool = False):
-    """`exact_ops` compiles each operation as it would be compiled alone, for a batch of
-    eager operations, whose results must not depend on how they were batched."""
+  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, eager: bool = False):
+    """`eager` programs (one primitive, or a batch of eager operations) are compiled
+    without rewrites across operations: their results must not depend on batching."""
     module = mlir.lower_jaxpr_to_module(jaxpr, name)
     self.name = name
     self.loaded = client.backend().compile_and_load(
-        mlir_module_bytes(module), client.device_list(), _compile_options(exact_ops))
+        mlir_module_bytes(module), client.device_list(), _compile_options(eager))
     self.in_avals = [v.aval for v in jaxpr.invars]
     self.out_avals = [intern_aval(v.aval) for v in jaxpr.outvars]
     sharding = client.default_sharding()
@@ -74,12 +74,13 @@ def _device_aval(aval: ShapedArray) -> ShapedArray:
   return aval.update(dtype=np.dtype(np.bool_)) if aval.dtype == dtypes.float0 else aval
 
 
-def _compile_options(exact_ops: bool) -> xla_client.CompileOptions:
+def _compile_options(eager: bool) -> xla_client.CompileOptions:
   options = xla_client.CompileOptions()
-  if exact_ops:
-    # Rewrites across operations ((a/b)/c -> a/(b*c), exp(a)*exp(b) -> exp(a+b)) and fusion
-    # (which lets LLVM contract a*b+c into an FMA) change the last bits of results.
-    options.executable_build_options.debug_options.xla_disable_hlo_passes = "algsimp,fusion"
+  if eager:
+    # Algebraic rewrites across operations ((a/b)/c -> a/(b*c), exp(a)*exp(b) -> exp(a+b))
+    # change results by more than rounding. Fusion stays on: without it, compiling a
+    # primitive made of many HLO operations takes several times longer.
+    options.executable_build_options.debug_options.xla_disable_hlo_passes = "algsimp"
   return options
 
 
@@ -154,7 +155,7 @@ def _compile_primitive(prim: core.Primitive, avals: tuple[ShapedArray, ...],
   out = prim.abstract_eval(*avals, **params)
   outvars = [Var(a) for a in (out if prim.multiple_results else [out])]
   jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
-  return Executable(jaxpr, [], prim.name, exact_ops=True)
+  return Executable(jaxpr, [], prim.name, eager=True)
 
 
 # ----------------------------------------------------------------------------- jitted jaxprs
