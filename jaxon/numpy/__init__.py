@@ -380,3 +380,116 @@ from jaxon.numpy import fft as fft  # noqa: E402
 
 # --- linalg submodule (linalg.py)
 from jaxon.numpy import linalg as linalg  # noqa: E402
+
+# --- index tricks, vectorize, ufunc objects, pure in-place writers, block/unstack/rollaxis,
+# host I/O and printing, more scalar types (index_tricks.py, vectorize.py, ufunc_api.py,
+# updates.py, shape_extras.py, host.py, scalar_types.py)
+from jaxon._src.numpy.index_tricks import (  # noqa: E402
+    c_ as c_,
+    ix_ as ix_,
+    mgrid as mgrid,
+    ogrid as ogrid,
+    r_ as r_,
+)
+from jaxon._src.numpy.vectorize import (  # noqa: E402
+    apply_along_axis as apply_along_axis,
+    apply_over_axes as apply_over_axes,
+    vectorize as vectorize,
+)
+from jaxon._src.numpy.ufunc_api import frompyfunc as frompyfunc, ufunc as ufunc  # noqa: E402
+from jaxon._src.numpy.updates import (  # noqa: E402
+    fill_diagonal as fill_diagonal,
+    place as place,
+    put as put,
+)
+from jaxon._src.numpy.shape_extras import (  # noqa: E402
+    block as block,
+    rollaxis as rollaxis,
+    unstack as unstack,
+)
+from jaxon._src.numpy.host import (  # noqa: E402
+    array_repr as array_repr,
+    array_str as array_str,
+    from_dlpack as from_dlpack,
+    frombuffer as frombuffer,
+    fromiter as fromiter,
+    fromstring as fromstring,
+    get_printoptions as get_printoptions,
+    iterable as iterable,
+    load as load,
+    printoptions as printoptions,
+    save as save,
+    savez as savez,
+    set_printoptions as set_printoptions,
+)
+from jaxon._src.numpy.scalar_types import (  # noqa: E402
+    ComplexWarning as ComplexWarning,
+    character as character,
+    flexible as flexible,
+    float4_e2m1fn as float4_e2m1fn,
+    float8_e3m4 as float8_e3m4,
+    float8_e4m3 as float8_e4m3,
+    float8_e4m3fnuz as float8_e4m3fnuz,
+    float8_e5m2fnuz as float8_e5m2fnuz,
+    float8_e8m0fnu as float8_e8m0fnu,
+    int1 as int1,
+    int2 as int2,
+    int4 as int4,
+    object_ as object_,
+    uint1 as uint1,
+    uint2 as uint2,
+    uint4 as uint4,
+)
+
+# --- NaN-ignoring quantiles (reductions.py), polynomials (polynomial.py), more elementwise
+# functions (ufuncs_extra.py), statistics (statistics.py), windows (window.py), bits
+# (bits.py), vector products (products.py)
+from jaxon._src.numpy.reductions import (  # noqa: E402
+    nanmedian as nanmedian,
+    nanpercentile as nanpercentile,
+    nanquantile as nanquantile,
+)
+from jaxon._src.numpy.polynomial import (  # noqa: E402
+    poly as poly,
+    polydiv as polydiv,
+    polyfit as polyfit,
+    roots as roots,
+)
+from jaxon._src.numpy.ufuncs_extra import (  # noqa: E402
+    fabs as fabs,
+    i0 as i0,
+    iscomplex as iscomplex,
+    iscomplexobj as iscomplexobj,
+    isneginf as isneginf,
+    isposinf as isposinf,
+    isreal as isreal,
+    isrealobj as isrealobj,
+    isscalar as isscalar,
+    nan_to_num as nan_to_num,
+    spacing as spacing,
+)
+from jaxon._src.numpy.statistics import (  # noqa: E402
+    corrcoef as corrcoef,
+    cov as cov,
+    histogram2d as histogram2d,
+    histogramdd as histogramdd,
+    trapezoid as trapezoid,
+    unwrap as unwrap,
+)
+from jaxon._src.numpy.window import (  # noqa: E402
+    bartlett as bartlett,
+    blackman as blackman,
+    hamming as hamming,
+    hanning as hanning,
+    kaiser as kaiser,
+)
+from jaxon._src.numpy.bits import (  # noqa: E402
+    bitwise_count as bitwise_count,
+    packbits as packbits,
+    unpackbits as unpackbits,
+)
+from jaxon._src.numpy.products import (  # noqa: E402
+    matvec as matvec,
+    vecdot as vecdot,
+    vecmat as vecmat,
+)

@@ -333,38 +333,37 @@ def test_shape_manipulation(shape, data):
 
 PAD_MODES = ["constant", "edge", "wrap", "reflect", "symmetric", "linear_ramp", "maximum",
              "minimum", "mean", "median", "empty"]
-# NumPy (and JAX) options jnp.pad does not implement yet: these cases are expected to fail.
-UNSUPPORTED_PAD = {"linear_ramp", "maximum", "minimum", "mean", "median"}
-_MISSING = pytest.mark.xfail(raises=NotImplementedError, strict=True,
-                             reason="not implemented in jnp.pad (see the issue-4 report)")
 
 
-@pytest.mark.parametrize("mode", [pytest.param(m, marks=_MISSING) if m in UNSUPPORTED_PAD
-                                  else m for m in PAD_MODES])
+@pytest.mark.parametrize("mode", PAD_MODES)
 def test_pad(mode):
-  _pad_cases(mode)
+  _pad_cases(mode, "even")
 
 
-@_MISSING
-def test_pad_reflect_odd():
+@pytest.mark.parametrize("mode", ["reflect", "symmetric"])
+def test_pad_reflect_odd(mode):
+  _pad_cases(mode, reflect_type="odd")
+
+
+def test_pad_reflect_odd_example():
   np.testing.assert_allclose(jnp.pad(np.arange(4.), 2, "reflect", reflect_type="odd"),
                              np.pad(np.arange(4.), 2, "reflect", reflect_type="odd"))
 
 
 @settings(max_examples=6, deadline=None)
 @given(st.sampled_from([(4,), (2, 3)]), st.data())
-def _pad_cases(mode, shape, data):
+def _pad_cases(mode, reflect_type, shape, data):
   x = rand(shape, f32, seed=data.draw(st.integers(0, 50)))
   widths = data.draw(st.sampled_from([1, (2, 0), ((1, 2),), [(0, 3)] * len(shape)]))
   kwargs = {}
   if mode in ("maximum", "minimum", "mean", "median"):
-    kwargs["stat_length"] = data.draw(st.sampled_from([None, 1, 2]))
+    kwargs["stat_length"] = data.draw(st.sampled_from([None, 1, 2, (1, 3)]))
   if mode in ("reflect", "symmetric"):
-    kwargs["reflect_type"] = "even"
+    kwargs["reflect_type"] = reflect_type
   if mode == "constant":
     kwargs["constant_values"] = data.draw(st.sampled_from([0, 1.5, (2, -1)]))
   if mode == "linear_ramp":
-    kwargs["end_values"] = data.draw(st.sampled_from([0, (1, -2)]))
+    kwargs["end_values"] = data.draw(st.sampled_from([0, (1, -2), [(1, -2)] * len(shape)]))
   kwargs = {k: v for k, v in kwargs.items() if v is not None}
   expected = np.pad(x.astype(np.float64), widths, mode=mode, **kwargs)
   fn = lambda a: jnp.pad(a, widths, mode=mode, **kwargs)  # noqa: E731

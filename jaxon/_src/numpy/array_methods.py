@@ -2,15 +2,22 @@
 
 The runtime's Array and the core's Tracer live below this layer; installing the operators
 from here keeps both layers free of NumPy semantics, and makes `x + y` mean the same thing
-whether `x` is concrete or traced.
+whether `x` is concrete or traced. The method set is JAX's `Array`'s: NumPy methods that
+would mutate (`fill`, `put`, `sort` in place, `resize`, …) are absent, as in JAX, and `flat`
+raises. Methods take the jnp function's arguments; `out=` must be None (arrays are immutable).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxon._src import core
-from jaxon._src.numpy import indexing, linear, reductions, shape, sorting, ufuncs
+import numpy as np
+
+from jaxon._src import core, dtypes
+from jaxon._src.errors import ConcretizationTypeError
+from jaxon._src.lax import lax
+from jaxon._src.numpy import (creation, indexing, lax_numpy, linear, reductions, searching,
+                              shape, sorting, ufuncs)
 from jaxon._src.xla.array import Array
 
 
@@ -32,6 +39,149 @@ def _swap(binary: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
   return lambda x, y: binary(y, x)
 
 
+# ----------------------------------------------------------------------------- methods whose
+# signature differs from their jnp function's
+
+def _compress(self: Any, condition: Any, axis: int | None = None, *, out: None = None,
+              size: int | None = None, fill_value: Any = 0) -> Any:
+  """`x.compress(condition)` is `jnp.compress(condition, x)`: the method takes the array
+  first."""
+  return searching.compress(condition, self, axis, out=out, size=size, fill_value=fill_value)
+
+
+def _argpartition(self: Any, kth: int | Sequence[int], axis: int = -1,
+                  kind: str = "introselect", order: None = None) -> Any:
+  if kind != "introselect":
+    raise ValueError(f"x.argpartition: kind={kind!r} is not supported; only the default "
+                     "'introselect' is.")
+  if order is not None:
+    raise ValueError("x.argpartition: the 'order' argument is not supported (jaxon arrays "
+                     "have no structured dtypes).")
+  return sorting.argpartition(self, kth, axis)
+
+
+def _copy(self: Any) -> Any:
+  return lax_numpy.copy(self)
+
+
+def _deepcopy(self: Any, memo: Any) -> Any:
+  return lax_numpy.copy(self)
+
+
+def _to_device(self: Any, device: Any, *, stream: Any = None) -> Any:
+  """The array on `device`: jaxon places every array on its single default device, so
+  this is the array itself."""
+  if stream is not None:
+    raise NotImplementedError("x.to_device: the 'stream' argument is not supported.")
+  return self
+
+
+def _flat(self: Any) -> Any:
+  raise NotImplementedError("jaxon arrays do not implement the arr.flat property (it "
+                            "iterates or assigns element by element); use arr.ravel() or "
+                            "arr.flatten() instead.")
+
+
+def _round(self: Any, ndigits: int | None = None) -> Any:
+  """`round(x)`: Python's rule, an integer result unless `ndigits` is given."""
+  out = ufuncs.round(self, ndigits or 0)
+  return out if ndigits is not None else out.astype(dtypes.default_int_dtype())
+
+
+def _array_namespace(self: Any, *, api_version: str | None = None) -> Any:
+  import jaxon.numpy
+  return jaxon.numpy
+
+
+# ----------------------------------------------------------------------------- view
+
+def _view(self: Any, dtype: Any = None, type: None = None) -> Any:
+  """The array's bits reinterpreted as `dtype`, as NumPy's `view`: with a narrower dtype
+  the last axis grows by the size ratio, with a wider one it shrinks (and must divide)."""
+  if type is not None:
+    raise NotImplementedError("x.view: the 'type' argument is not supported (there is one "
+                              "array type).")
+  if dtype is None:
+    return self
+  new = dtypes.canonicalize_dtype(dtype)
+  old = np.dtype(self.dtype)
+  if new == old:
+    return self
+  if old.itemsize != new.itemsize and self.ndim == 0:
+    raise ValueError(f"x.view({new.name}): changing the dtype of a 0-d {old.name} array is "
+                     f"only supported if the itemsize is unchanged.")
+  x = _as_real_bits(self)
+  real_new = _real_part_dtype(new) if dtypes.is_complex(new) else new
+  x = _bitcast_last_axis(x, np.dtype(np.uint8) if real_new == np.bool_ else real_new)
+  if real_new == np.bool_:
+    x = lax.ne(x, np.zeros((), np.uint8))
+  return _pairs_to_complex(x) if dtypes.is_complex(new) else x
+
+
+def _real_part_dtype(dt: np.dtype) -> np.dtype:
+  return np.dtype(np.float32 if dt == np.complex64 else np.float64)
+
+
+def _as_real_bits(x: Any) -> Any:
+  """A non-complex, non-bool array with the same bytes as `x` (XLA bitcasts neither)."""
+  if x.dtype == np.bool_:
+    return lax.convert_element_type(x, np.uint8)
+  if dtypes.is_complex(x.dtype):
+    parts = shape.stack([ufuncs.real(x), ufuncs.imag(x)], axis=-1)
+    return shape.reshape(parts, (*x.shape[:-1], 2 * x.shape[-1]) if x.ndim else (2,))
+  return x
+
+
+def _pairs_to_complex(x: Any) -> Any:
+  pairs = shape.reshape(x, (*x.shape[:-1], x.shape[-1] // 2, 2))
+  return lax.complex(pairs[..., 0], pairs[..., 1])
+
+
+def _bitcast_last_axis(x: Any, new: np.dtype) -> Any:
+  old_size, new_size = np.dtype(x.dtype).itemsize, new.itemsize
+  if old_size == new_size:
+    return lax.bitcast_convert_type(x, new)
+  if old_size > new_size:
+    out = lax.bitcast_convert_type(x, new)
+    return shape.reshape(out, (*x.shape[:-1], x.shape[-1] * (old_size // new_size)))
+  ratio = new_size // old_size
+  if x.ndim == 0 or x.shape[-1] % ratio:
+    raise ValueError(f"x.view({new.name}): the size of the last axis, "
+                     f"{x.shape[-1] if x.ndim else 1} {np.dtype(x.dtype).name} elements, is "
+                     f"not a multiple of the {ratio} that make one {new.name} element.")
+  grouped = shape.reshape(x, (*x.shape[:-1], x.shape[-1] // ratio, ratio))
+  return lax.bitcast_convert_type(grouped, new)
+
+
+# ----------------------------------------------------------------------------- host values
+
+def _host_value(self: Any, method: str) -> np.ndarray:
+  """The concrete value of an Array, or of a tracer that knows one; a traced value has
+  none, so `method` (which returns Python data) cannot run under a transformation."""
+  if isinstance(self, core.Tracer):
+    value = self.to_concrete_value()
+    if value is None:
+      raise ConcretizationTypeError(
+          self, f"The {method}() method was called on a traced array: it returns host data, "
+                "which a traced value does not have.")
+    return np.asarray(value)
+  return np.asarray(self)
+
+
+def _item(self: Any, *args: Any) -> Any:
+  return _host_value(self, "item").item(*args)
+
+
+def _tolist(self: Any) -> Any:
+  return _host_value(self, "tolist").tolist()
+
+
+def _tobytes(self: Any, order: str = "C") -> bytes:
+  return _host_value(self, "tobytes").tobytes(order)
+
+
+# ----------------------------------------------------------------------------- the tables
+
 # Operators with a reflected twin: `__add__` and `__radd__` from one entry.
 _BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     # arithmetic, comparison, bitwise (ufuncs)
@@ -44,10 +194,10 @@ _BINARY_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "matmul": linear.matmul,
 }
 
-_METHODS: dict[str, Callable[..., Any]] = {
+_METHODS: dict[str, Any] = {
     # unary operators (ufuncs); comparisons have no reflected twin (Python swaps `<` and `>`)
     "__neg__": ufuncs.negative, "__pos__": ufuncs.positive, "__abs__": ufuncs.abs,
-    "__invert__": ufuncs.invert,
+    "__invert__": ufuncs.invert, "__round__": _round,
     "__eq__": _defer_to_unrecognized(ufuncs.equal),
     "__ne__": _defer_to_unrecognized(ufuncs.not_equal),
     "__lt__": _defer_to_unrecognized(ufuncs.less),
@@ -66,20 +216,35 @@ _METHODS: dict[str, Callable[..., Any]] = {
     "T": property(shape.transpose), "mT": property(shape.matrix_transpose),
     "squeeze": shape.squeeze, "ravel": shape.ravel, "flatten": shape.ravel,
     "swapaxes": shape.swapaxes, "repeat": shape.repeat, "astype": shape.astype,
-    # indexing: __getitem__, at
+    "view": _view, "flat": property(_flat),
+    # matrices (creation)
+    "diagonal": creation.diagonal, "trace": creation.trace,
+    # indexing: __getitem__, at, take and friends (searching)
     "__getitem__": indexing.getitem, "at": property(indexing._IndexUpdateHelper),
-    # dot, sort, argsort
+    "take": searching.take, "compress": _compress, "choose": searching.choose,
+    "nonzero": searching.nonzero, "searchsorted": searching.searchsorted,
+    # dot, sort, argsort, argpartition
     "dot": linear.dot, "sort": sorting.sort, "argsort": sorting.argsort,
+    "argpartition": _argpartition,
+    # copies, devices, host data, sizes
+    "copy": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy, "to_device": _to_device,
+    "tobytes": _tobytes, "__array_namespace__": _array_namespace,
+    "itemsize": property(lambda self: np.dtype(self.dtype).itemsize),
+    "nbytes": property(lambda self: self.size * np.dtype(self.dtype).itemsize),
 }
 
+# Array has its own fast `item` and `tolist`; a tracer gets them here (concrete tracers
+# answer, the others raise a ConcretizationTypeError).
+_TRACER_METHODS: dict[str, Any] = {"item": _item, "tolist": _tolist}
 
-def install(cls: type) -> None:
+
+def install(cls: type, methods: dict[str, Any] = _METHODS) -> None:
   for name, fn in _BINARY_OPERATORS.items():
     setattr(cls, f"__{name}__", _defer_to_unrecognized(fn))
     setattr(cls, f"__r{name}__", _defer_to_unrecognized(_swap(fn)))
-  for name, fn in _METHODS.items():
+  for name, fn in methods.items():
     setattr(cls, name, fn)
 
 
 install(Array)
-install(core.Tracer)
+install(core.Tracer, {**_METHODS, **_TRACER_METHODS})

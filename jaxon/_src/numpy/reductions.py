@@ -424,9 +424,20 @@ def percentile(a: Any, q: Any, axis: Axis = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
                *, interpolation: None = None) -> Any:
   """The `q`-th percentiles (q in [0, 100]) of `a` over `axis`; see `quantile`."""
-  util.check_arraylike("jnp.percentile", q)
-  q = lax.div(*util.promote_args_inexact("jnp.percentile", q, 100))
+  q = _percent_to_fraction("percentile", q)
   return _quantile("percentile", a, q, axis, out, method, keepdims, interpolation)
+
+
+def _percent_to_fraction(name: str, q: Any) -> Any:
+  """q / 100, on the host in float64 when q is known: XLA may compile a division by a
+  constant as a multiplication by its (rounded) reciprocal, which turns 100 / 100 into
+  0.99999994 and so picks the wrong neighbour."""
+  util.check_arraylike(f"jnp.{name}", q)
+  if isinstance(q, core.Tracer):
+    return lax.div(*util.promote_args_inexact(f"jnp.{name}", q, 100))
+  dtype = dtypes.to_inexact_dtype(dtypes.dtype(q, canonicalize=True))
+  return lax._convert_element_type(np.asarray(q, np.float64) / 100, dtype,
+                                   dtypes.is_weakly_typed(q))
 
 
 def median(a: Any, axis: Axis = None, out: None = None, overwrite_input: bool = False,
@@ -435,8 +446,32 @@ def median(a: Any, axis: Axis = None, out: None = None, overwrite_input: bool = 
   return _quantile("median", a, 0.5, axis, out, "midpoint", keepdims, None)
 
 
+def nanquantile(a: Any, q: Any, axis: Axis = None, out: None = None,
+                overwrite_input: bool = False, method: str = "linear",
+                keepdims: bool = False, *, interpolation: None = None) -> Any:
+  """`quantile` of the elements that are not NaN (NaN where a slice has none)."""
+  return _quantile("nanquantile", a, q, axis, out, method, keepdims, interpolation,
+                   ignore_nan=True)
+
+
+def nanpercentile(a: Any, q: Any, axis: Axis = None, out: None = None,
+                  overwrite_input: bool = False, method: str = "linear",
+                  keepdims: bool = False, *, interpolation: None = None) -> Any:
+  """`percentile` of the elements that are not NaN (NaN where a slice has none)."""
+  q = _percent_to_fraction("nanpercentile", q)
+  return _quantile("nanpercentile", a, q, axis, out, method, keepdims, interpolation,
+                   ignore_nan=True)
+
+
+def nanmedian(a: Any, axis: Axis = None, out: None = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Any:
+  """`median` of the elements that are not NaN (NaN where a slice has none)."""
+  return _quantile("nanmedian", a, 0.5, axis, out, "midpoint", keepdims, None,
+                   ignore_nan=True)
+
+
 def _quantile(name: str, a: Any, q: Any, axis: Axis, out: Any, method: str, keepdims: bool,
-              interpolation: Any) -> Any:
+              interpolation: Any, ignore_nan: bool = False) -> Any:
   _check_out(name, out)
   if interpolation is not None:
     raise TypeError(f"jnp.{name}: the 'interpolation' argument was renamed 'method'")
@@ -444,6 +479,7 @@ def _quantile(name: str, a: Any, q: Any, axis: Axis, out: Any, method: str, keep
     raise ValueError(f"jnp.{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
   util.check_arraylike(f"jnp.{name}", a, q)
   _check_quantiles(name, q)
+  ignore_nan = ignore_nan and dtypes.is_inexact(dtypes.dtype(a, canonicalize=True))
   a, q = util.promote_args_inexact(f"jnp.{name}", a, q)
   shape, q_shape = np.shape(a), np.shape(q)
   axes = _canonical_axes(name, axis, len(shape))
@@ -456,10 +492,16 @@ def _quantile(name: str, a: Any, q: Any, axis: Axis, out: Any, method: str, keep
   if n == 0:
     return lax.full(out_shape, np.nan, dtypes.dtype(a))
   x = sorting.sort(x, dimension=-1)
-  result = _interpolate(x, q, n, method)
-  has_nan = _isnan(slicing.index_in_dim(x, n - 1, axis=-1, keepdims=False))
-  has_nan = lax.broadcast_in_dim(has_nan, np.shape(result), range(len(q_shape), result.ndim))
-  result = _where(lax.bitwise_not(has_nan), result, np.nan)
+  if ignore_nan:  # each slice's own count of numbers: its NaNs sort past them
+    count = sum(lax.bitwise_not(_isnan(x)), -1, dtype=dtypes.dtype(x))
+    result = _interpolate(x, q, count, method)
+    undefined = lax.eq(count, lax._convert_element_type(0, dtypes.dtype(x)))
+  else:
+    result = _interpolate(x, q, n, method)
+    undefined = _isnan(slicing.index_in_dim(x, n - 1, axis=-1, keepdims=False))
+  undefined = lax.broadcast_in_dim(undefined, np.shape(result),
+                                   range(len(q_shape), result.ndim))
+  result = _where(lax.bitwise_not(undefined), result, np.nan)
   return result if np.shape(result) == out_shape else shape_ops.reshape(result, out_shape)
 
 
@@ -469,17 +511,27 @@ def _check_quantiles(name: str, q: Any) -> None:
     return
   values = np.asarray(q, np.float64)
   if np.any((values < 0) | (values > 1)):
-    scale = "[0, 100]" if name == "percentile" else "[0, 1]"
+    scale = "[0, 100]" if name.endswith("percentile") else "[0, 1]"
     raise ValueError(f"jnp.{name}: quantiles must be in the range {scale}")
 
 
-def _interpolate(x: Any, q: Any, n: int, method: str) -> Any:
+def _interpolate(x: Any, q: Any, n: int | Any, method: str) -> Any:
   """Values at fractional positions q * (n - 1) of the last axis of the sorted `x`: shape
-  q's shape + x's leading shape."""
+  q's shape + x's leading shape. `n` is the length of every slice, or an array (x's leading
+  shape) with each slice's own length."""
   const = lambda v: lax._convert_element_type(v, dtypes.dtype(x))
-  position = lax.clamp(const(0), lax.mul(q, const(n - 1)), const(n - 1))
+  if isinstance(n, int):
+    position = lax.clamp(const(0), lax.mul(q, const(n - 1)), const(n - 1))
+    take = _take_last
+  else:
+    lead = np.shape(x)[:-1]
+    full = np.shape(q) + lead
+    last = lax.broadcast_in_dim(lax.sub(n, const(1)), full, range(np.ndim(q), len(full)))
+    position = lax.mul(lax.broadcast_in_dim(q, full, range(np.ndim(q))), last)
+    position = lax.max(lax.min(position, last), const(0))
+    take = _take_last_per_slice
   low, high = lax.floor(position), lax.ceil(position)
-  low_value, high_value = _take_last(x, low), _take_last(x, high)
+  low_value, high_value = take(x, low), take(x, high)
   frac = lax.sub(position, low)
   if method == "lower":
     return low_value
@@ -506,6 +558,20 @@ def _take_last(x: Any, index: Any) -> Any:
       offset_dims=tuple(range(np.ndim(index), np.ndim(index) + len(lead))),
       collapsed_slice_dims=(len(lead),), start_index_map=(len(lead),))
   return slicing.gather(x, idx, dnums, lead + (1,), mode="clip")
+
+
+def _take_last_per_slice(x: Any, index: Any) -> Any:
+  """x[i, index[k, i]] for the (float) `index` of shape q's shape + x's leading shape: one
+  position per quantile k and slice i."""
+  lead = np.shape(x)[:-1]
+  n_q = np.ndim(index) - len(lead)
+  idx = lax.convert_element_type(index, np.int32)
+  idx = lax.broadcast_in_dim(idx, np.shape(idx) + (1,), range(np.ndim(idx)))
+  dnums = slicing.GatherDimensionNumbers(
+      offset_dims=(), collapsed_slice_dims=(len(lead),), start_index_map=(len(lead),),
+      operand_batching_dims=tuple(range(len(lead))),
+      start_indices_batching_dims=tuple(range(n_q, n_q + len(lead))))
+  return slicing.gather(x, idx, dnums, (1,) * np.ndim(x), mode="clip")
 
 
 def _broadcast_like(per_quantile: Any, values: Any) -> Any:

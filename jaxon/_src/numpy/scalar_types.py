@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from jaxon._src import dtypes
@@ -64,6 +65,19 @@ complex128 = _scalar_type("complex128", np.complex128)
 float8_e4m3fn = _scalar_type("float8_e4m3fn", dtypes.float8_e4m3fn)
 float8_e5m2 = _scalar_type("float8_e5m2", dtypes.float8_e5m2)
 float8_e4m3b11fnuz = _scalar_type("float8_e4m3b11fnuz", dtypes.float8_e4m3b11fnuz)
+# The other narrow types of ml_dtypes that XLA knows (its float6 types it does not).
+float8_e4m3 = _scalar_type("float8_e4m3", ml_dtypes.float8_e4m3)
+float8_e3m4 = _scalar_type("float8_e3m4", ml_dtypes.float8_e3m4)
+float8_e4m3fnuz = _scalar_type("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz)
+float8_e5m2fnuz = _scalar_type("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = _scalar_type("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu)
+float4_e2m1fn = _scalar_type("float4_e2m1fn", ml_dtypes.float4_e2m1fn)
+int1 = _scalar_type("int1", ml_dtypes.int1)
+int2 = _scalar_type("int2", ml_dtypes.int2)
+int4 = _scalar_type("int4", ml_dtypes.int4)
+uint1 = _scalar_type("uint1", ml_dtypes.uint1)
+uint2 = _scalar_type("uint2", ml_dtypes.uint2)
+uint4 = _scalar_type("uint4", ml_dtypes.uint4)
 
 # The default types of the current mode (float32/int32 unless x64 is on), as in JAX:
 # `jnp.int_` is int64 here and canonicalizes when an array is made.
@@ -73,6 +87,12 @@ float_ = float64
 complex_ = complex128
 single, double = float32, float64
 csingle, cdouble = complex64, complex128
+
+# NumPy's abstract and host-only types and its warning, as jnp re-exports them.
+object_ = np.object_
+character = np.character
+flexible = np.flexible
+ComplexWarning = np.exceptions.ComplexWarning
 
 pi = math.pi
 e = math.e
