@@ -53,5 +53,6 @@ from jaxon import errors as errors
 from jaxon import test_util as test_util
 from jaxon import scipy as scipy
 from jaxon import nn as nn
+from jaxon import random as random
 
 __version__ = "0.1.0"

@@ -334,3 +334,17 @@ def test_closures_over_outer_values(name: str, fun: Callable, args: tuple,
   run = jit(fun) if mode == "jit" else fun
   np.testing.assert_allclose(run(*args), reference(*args), rtol=1e-6,
                              err_msg=f"{name} ({mode})")
+
+
+def test_flags_that_change_tracing_are_part_of_the_cache_key():
+  f = jit(lambda k: jaxon.random.normal(k, (3,)))
+  key = jaxon.random.PRNGKey(0)
+  try:
+    partitionable = np.asarray(f(key))
+    jaxon.config.update("jax_threefry_partitionable", False)
+    legacy = np.asarray(f(key))
+  finally:
+    jaxon.config.update("jax_threefry_partitionable", True)
+  np.testing.assert_array_equal(partitionable, np.float32([1.6226422, 2.0252647, -0.43359444]))
+  np.testing.assert_array_equal(legacy, np.float32([1.8160863, -0.48262316, 0.33988908]))
+  np.testing.assert_array_equal(np.asarray(f(key)), partitionable)

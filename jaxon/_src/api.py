@@ -102,6 +102,21 @@ def _track_disable_jit(name: str, value: Any) -> None:
 
 config.on_update(_track_disable_jit)
 
+# Flags that change what a function traces to (dtypes, PRNG bit layout, matmul precision):
+# part of every jit cache key, so flipping one retraces instead of reusing old programs.
+_TRACE_CONTEXT_FLAGS = ("jax_enable_x64", "jax_threefry_partitionable",
+                        "jax_default_matmul_precision")
+_trace_context = tuple(config.read(f) for f in _TRACE_CONTEXT_FLAGS)
+
+
+def _track_trace_context(name: str, value: Any) -> None:
+  global _trace_context
+  if name in _TRACE_CONTEXT_FLAGS:
+    _trace_context = tuple(config.read(f) for f in _TRACE_CONTEXT_FLAGS)
+
+
+config.on_update(_track_trace_context)
+
 
 class JitFunction:
   """A function compiled with XLA on first call for each distinct signature."""
@@ -140,7 +155,7 @@ class JitFunction:
       avals = tuple(map(_aval_of, leaves))
     except AttributeError:
       avals = _flat_avals(leaves)
-    key = (in_tree, statics, avals)
+    key = (in_tree, statics, avals, _trace_context)
     last_key, last_entry = self._last
     if not statics and key == last_key:  # statics may not compare safely (arrays)
       return leaves, last_entry

@@ -1,6 +1,5 @@
-"""jaxon.nn: neural-network activation functions and helpers (re-exports only).
-
-`jaxon.nn.initializers` needs `jaxon.random`, which does not exist yet."""
+"""jaxon.nn: neural-network activation functions and helpers (re-exports only), and the
+parameter initializers in `jaxon.nn.initializers`."""
 from jaxon._src.nn.functions import (
     celu as celu,
     elu as elu,
@@ -29,3 +28,4 @@ from jaxon._src.nn.functions import (
     swish as swish,
     tanh as tanh,
 )
+from jaxon.nn import initializers as initializers

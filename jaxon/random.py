@@ -1,0 +1,32 @@
+"""jaxon.random: JAX's functional pseudo-random numbers (re-exports only).
+
+Keys are raw uint32[2] arrays (`PRNGKey`, `key`); typed key arrays are not supported."""
+from jaxon._src.random import (
+    PRNGKey as PRNGKey,
+    bernoulli as bernoulli,
+    bits as bits,
+    categorical as categorical,
+    cauchy as cauchy,
+    choice as choice,
+    clone as clone,
+    double_sided_maxwell as double_sided_maxwell,
+    exponential as exponential,
+    fold_in as fold_in,
+    gumbel as gumbel,
+    key as key,
+    key_data as key_data,
+    laplace as laplace,
+    logistic as logistic,
+    maxwell as maxwell,
+    multivariate_normal as multivariate_normal,
+    normal as normal,
+    orthogonal as orthogonal,
+    permutation as permutation,
+    rademacher as rademacher,
+    randint as randint,
+    shuffle as shuffle,
+    split as split,
+    truncated_normal as truncated_normal,
+    uniform as uniform,
+    wrap_key_data as wrap_key_data,
+)
