@@ -54,18 +54,20 @@ class Workload:
   units_per_run: int  # how many of those one run() performs
   repeat: int  # default number of timed repetitions per framework
   setup: Callable[[Framework], Callable[[], Any]]
+  warmup: int  # untimed repetitions first (unless --warmup says otherwise)
 
 
 WORKLOADS: dict[str, Workload] = {}
 
 
-def workload(name: str, unit: str, units_per_run: int = 1, repeat: int = 30
+def workload(name: str, unit: str, units_per_run: int = 1, repeat: int = 30, warmup: int = 2
              ) -> Callable[[Callable], Callable]:
   """Registers `setup(framework) -> run` under `name`; its docstring's first line is the
   description printed with the results."""
   def register(setup: Callable[[Framework], Callable[[], Any]]) -> Callable:
     description = " ".join((setup.__doc__ or name).split("\n\n")[0].split())
-    WORKLOADS[name] = Workload(name, description, unit, units_per_run, repeat, setup)
+    WORKLOADS[name] = Workload(name, description, unit, units_per_run, repeat, setup,
+                               warmup)
     return setup
   return register
 
@@ -108,9 +110,13 @@ def jit_dict_10(fw: Framework) -> Callable[[], Any]:
   return run
 
 
-@workload("eager_ops", unit="op", units_per_run=2 * EAGER_STEPS)
+@workload("eager_ops", unit="op", units_per_run=2 * EAGER_STEPS, warmup=20)
 def eager_ops(fw: Framework) -> Callable[[], Any]:
-  """200 eager elementwise ops (sin, then * 1.0001) on a float32[16]: op-by-op dispatch."""
+  """200 eager elementwise ops (sin, then * 1.0001) on a float32[16]: op-by-op dispatch.
+
+  Timed once the loop has repeated (20 untimed runs): jaxon compiles a repeated batch of
+  eager operations into one program after about 2000 of them (`xla/deferred.py`).
+  """
   require(fw, "sin")
   x0 = fw.device_put(np.linspace(0.0, 1.0, 16, dtype=np.float32))
 
@@ -321,7 +327,8 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--only", action="append", metavar="NAME",
                       help="run only this workload (repeatable, or comma-separated)")
   parser.add_argument("--repeat", type=int, help="timed repetitions per framework")
-  parser.add_argument("--warmup", type=int, default=2, help="untimed repetitions first")
+  parser.add_argument("--warmup", type=int, default=None,
+                      help="untimed repetitions first (default: the workload's own)")
   parser.add_argument("--no-jax", action="store_true", help="time jaxon alone")
   parser.add_argument("--list", action="store_true", help="list the workloads and exit")
   args = parser.parse_args(argv)
@@ -338,7 +345,8 @@ def main(argv: list[str] | None = None) -> int:
       f"{fw.name} {sys.modules[fw.name].__version__}" for fw in frameworks))
   for name in names:
     wl = WORKLOADS[name]
-    report(wl, measure(wl, frameworks, args.repeat or wl.repeat, args.warmup))
+    report(wl, measure(wl, frameworks, args.repeat or wl.repeat,
+                            wl.warmup if args.warmup is None else args.warmup))
   return 0
 
 

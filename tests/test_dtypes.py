@@ -210,3 +210,18 @@ def test_result_type_weak_flag():
 def test_dtype_of_dtype_likes(like):
   assert jaxon.dtypes.dtype(like) == np.float32
   assert jaxon.dtypes.float0 == np.dtype([("float0", np.void, 0)])
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3", "float8_e3m4", "float8_e4m3fnuz",
+                                  "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn"])
+def test_narrow_float_arrays(name):
+  """The narrow floats are array dtypes: eager, jitted, weak scalars keep them, and they
+  promote with no other float (as in JAX)."""
+  dt = np.dtype(getattr(ml_dtypes, name))
+  x = jnp.asarray([0.5, 1.0, 2.0], dtype=dt)
+  assert x.dtype == dt
+  for y in (x * 2, jaxon.jit(lambda a: a * 2)(x)):
+    assert y.dtype == dt
+    np.testing.assert_array_equal(np.asarray(y).astype(np.float32), [1.0, 2.0, 4.0])
+  with pytest.raises(ValueError, match="no available implicit dtype promotion path"):
+    jnp.promote_types(dt, jnp.float32)

@@ -20,6 +20,12 @@ bfloat16 = np.dtype(ml_dtypes.bfloat16).type
 float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn).type
 float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2).type
 float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz).type
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3).type
+float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4).type
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz).type
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz).type
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu).type
+float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn).type
 bool_ = np.bool_
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
@@ -29,7 +35,10 @@ complex64, complex128 = np.complex64, np.complex128
 # The tangent dtype of integer and boolean values: zero bytes per element.
 float0 = np.dtype([("float0", np.void, 0)])
 
-_FP8_DTYPES = [np.dtype(t) for t in (float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz)]
+# The narrow floats: each promotes only with itself and with weak (Python) scalars.
+_FP8_DTYPES = [np.dtype(t) for t in (float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz,
+                                     float8_e4m3, float8_e3m4, float8_e4m3fnuz,
+                                     float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn)]
 _CUSTOM_FLOATS = [np.dtype(bfloat16), *_FP8_DTYPES]
 _BOOL, _F16, _BF16 = np.dtype(bool), np.dtype(float16), np.dtype(bfloat16)
 

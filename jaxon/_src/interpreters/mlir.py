@@ -64,6 +64,9 @@ _FLOAT_TYPES: dict[str, Callable[[], ir.Type]] = {
     "float16": ir.F16Type.get, "float32": ir.F32Type.get, "float64": ir.F64Type.get,
     "bfloat16": ir.BF16Type.get, "float8_e4m3fn": ir.Float8E4M3FNType.get,
     "float8_e5m2": ir.Float8E5M2Type.get, "float8_e4m3b11fnuz": ir.Float8E4M3B11FNUZType.get,
+    "float8_e4m3": ir.Float8E4M3Type.get, "float8_e3m4": ir.Float8E3M4Type.get,
+    "float8_e4m3fnuz": ir.Float8E4M3FNUZType.get, "float8_e5m2fnuz": ir.Float8E5M2FNUZType.get,
+    "float8_e8m0fnu": ir.Float8E8M0FNUType.get, "float4_e2m1fn": ir.Float4E2M1FNType.get,
 }
 
 

@@ -45,12 +45,19 @@ class Executable:
 
   def __call__(self, args: Sequence[Any]) -> list[Array]:
     """Runs the program on `args` (Arrays, or NumPy values and Python scalars of the
-    argument avals). Every jit call pays for this, so it is lean."""
+    argument avals). Every jit call pays for this, so it is lean: `run`'s body inline."""
     try:
       bufs = list(map(_buffer_of, args))
     except AttributeError:  # not all Arrays
       bufs = [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
-    outs = list(map(Array, self.out_avals, self.run(bufs, args)))
+    try:
+      results = self.loaded.execute_sharded(
+          self._const_bufs + bufs if self._const_bufs else bufs
+      ).consume_with_handlers(self._handlers)
+    except _jax.JaxRuntimeError:
+      _raise_if_deleted(args)
+      raise
+    outs = list(map(Array, self.out_avals, results))
     for i in self._float0_outputs:  # as in JAX, float0 values are host zeros, not Arrays
       outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
     return outs
@@ -63,10 +70,15 @@ class Executable:
           self._const_bufs + bufs if self._const_bufs else bufs
       ).consume_with_handlers(self._handlers)
     except _jax.JaxRuntimeError:
-      for x in args:  # jaxlib's message for a deleted argument does not say which
-        if type(x) is Array:
-          x._check_if_deleted()
+      _raise_if_deleted(args)
       raise
+
+
+def _raise_if_deleted(args: Sequence[Any]) -> None:
+  """jaxlib's message for a deleted argument does not say which: this one does."""
+  for x in args:
+    if type(x) is Array:
+      x._check_if_deleted()
 
 
 def _device_aval(aval: ShapedArray) -> ShapedArray:
