@@ -19,7 +19,7 @@ import numpy as np
 from jaxon._src import api, core, dtypes
 from jaxon._src.lax import lax, shape_ops, slicing
 from jaxon._src.lax import utils as lax_utils
-from jaxon._src.numpy import lax_numpy, reductions, ufuncs, util
+from jaxon._src.numpy import lax_numpy, reductions, searching, ufuncs, util
 from jaxon._src.numpy import shape as jnp_shape
 
 
@@ -446,14 +446,18 @@ def diag_indices_from(arr: Any) -> tuple[Any, ...]:
   return diag_indices(arr_shape[0], len(arr_shape))
 
 
-def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0
-                 ) -> tuple[Any, Any]:
+def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
+                 size: int | None = None) -> tuple[Any, Any]:
   """The indices where `mask_func(ones((n, n)), k)` is non-zero (`mask_func` is for
-  example `jnp.triu`)."""
+  example `jnp.triu`). Under jit the mask is traced: pass `size=` (the number of
+  indices), as for `nonzero`."""
   n = _concrete_int("mask_indices", "n", n)
+  mask = mask_func(lax_numpy.ones((n, n), np.int32), k)
+  if size is not None:
+    return searching.nonzero(mask, size=size)
   mask = core.concrete_or_error(
-      np.asarray, mask_func(lax_numpy.ones((n, n), np.int32), k),
-      "jnp.mask_indices: mask_func must give a concrete mask.")
+      np.asarray, mask, "jnp.mask_indices: mask_func must give a concrete mask; under jit "
+      "pass size=.")
   return _index_arrays(np.nonzero(mask))
 
 

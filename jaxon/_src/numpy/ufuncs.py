@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes
+from jaxon._src.interpreters import ad
 from jaxon._src.lax import lax
 from jaxon._src.numpy import shape, util
 from jaxon._src.xla.array import Array
@@ -573,14 +574,27 @@ def hypot(x1: Any, x2: Any, /) -> Any:
 
 def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log1p_fn: Callable[[Any], Any],
                doc: str) -> Callable[[Any, Any], Any]:
-  """log(exp(x1) + exp(x2)) as max + log1p(exp(-|x1 - x2|)), which cannot overflow; equal
-  infinities (where the difference is NaN) give x1 + x2."""
+  """log(exp(x1) + exp(x2)) as top + log1p(exp(x1 - top) + exp(x2 - top) - 1), with
+  top = max(x1, x2) held constant to differentiation (the value does not depend on it).
+
+  It cannot overflow; the larger exponential is exactly 1 and has the 1 taken off first,
+  which keeps log1p's accuracy for the smaller; and the derivatives are the softmax
+  weights everywhere. (A max + log1p(exp(-|x1 - x2|)) form differentiates the kinks of
+  max and abs at ties to 0 and 1 instead of 1/2 and 1/2: softplus'(0) would be 0.)
+  Where top is infinite or NaN it is the answer, and zeros stand in for the inputs of the
+  finite formula, so that no NaN reaches its derivative.
+  """
   def fn(x1: Any, x2: Any, /) -> Any:
     x1, x2 = _promote_args_inexact(name, x1, x2)
     _check_real(name, x1, x2)
-    delta = lax.sub(x1, x2)
-    out = lax.add(lax.max(x1, x2), log1p_fn(exp_fn(lax.neg(lax.abs(delta)))))
-    return lax.select(isnan(delta), lax.add(x1, x2), out)
+    top = lax.max(x1, x2)
+    special = lax.bitwise_not(isfinite(top))
+    zero, one = lax.full_like(top, 0, shape=()), lax.full_like(top, 1, shape=())  # weak stays
+    x1, x2 = where(special, zero, x1), where(special, zero, x2)
+    finite_top = ad.stop_gradient(where(special, zero, top))
+    e1, e2 = exp_fn(lax.sub(x1, finite_top)), exp_fn(lax.sub(x2, finite_top))
+    rest = where(lax.ge(x1, x2), lax.add(lax.sub(e1, one), e2), lax.add(lax.sub(e2, one), e1))
+    return where(special, top, lax.add(finite_top, log1p_fn(rest)))
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"{doc}\n\nJAX implementation of `numpy.{name}`."
   return fn
@@ -594,11 +608,29 @@ logaddexp2 = _logaddexp("logaddexp2", lax.exp2,
 
 
 def sinc(x: Any, /) -> Any:
-  """Elementwise normalized sinc, sin(pi x) / (pi x), with sinc(0) = 1."""
+  """Elementwise normalized sinc, sin(pi x) / (pi x), with sinc(0) = 1.
+
+  Near 0 (|pi x| < 0.1) it is sin(z)/z's Maclaurin polynomial at z = pi x, exact there to
+  double precision, rather than sin(z)/z, whose derivatives cancel catastrophically as
+  z -> 0 and are NaN at 0; so derivatives at and near 0 are sinc's own (-pi**2 / 3 for
+  the second at 0).
+  """
   (x,) = _promote_args_inexact("sinc", x)
-  is_zero = lax.eq(x, _const(x, 0))
-  pi_x = lax.mul(_const(x, np.pi), where(is_zero, _const(x, 1), x))
-  return where(is_zero, _const(x, 1), lax.div(lax.sin(pi_x), pi_x))
+  pi_x = lax.mul(_const(x, np.pi), x)
+  magnitude = lax.abs(pi_x)
+  near_zero = lax.lt(magnitude, _const(magnitude, 0.1))
+  safe_pi_x = where(near_zero, _const(x, 1), pi_x)
+  return where(near_zero, _sin_over_z_series(pi_x), lax.div(lax.sin(safe_pi_x), safe_pi_x))
+
+
+def _sin_over_z_series(z: Any) -> Any:
+  """1 - z**2/3! + z**4/5! - z**6/7! + z**8/9!, by Horner's rule in z**2: for |z| < 0.1
+  the first term left out, z**10/11!, is below 3e-18."""
+  z2 = lax.mul(z, z)
+  out = _const(z, 1 / 362880)
+  for coefficient in (-1 / 5040, 1 / 120, -1 / 6, 1):
+    out = lax.add(lax.mul(out, z2), _const(z, coefficient))
+  return out
 
 
 def heaviside(x1: Any, x2: Any, /) -> Any:
