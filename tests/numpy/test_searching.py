@@ -380,6 +380,14 @@ def test_compress_long_condition():
     jnp.compress(np.array([True, False, True, True]), x)
 
 
+def test_compress_with_a_constant_condition_needs_no_size_under_jit():
+  keep = np.array([True, False, True])
+  f = jaxon.jit(lambda x: jnp.compress(keep, x, axis=1))
+  x = np.arange(6.).reshape(2, 3)
+  _close(f(x), np.compress(keep, x, axis=1))
+  _close(jaxon.vmap(lambda r: jnp.compress(keep, r))(x), np.compress(keep, x, axis=1))
+
+
 # ----------------------------------------------------------------------------- insert, delete, …
 
 @SETTINGS

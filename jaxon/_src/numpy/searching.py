@@ -778,6 +778,8 @@ def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | Non
     a, axis = shape.ravel(a), 0
   axis = lax_utils.canonicalize_axis(axis, a.ndim)
   n = a.shape[axis]
+  if size is None and not isinstance(condition, core.Tracer):  # a constant mask: count now,
+    size = int(np.count_nonzero(np.asarray(condition)[:n]))  # so jit needs no size=
   condition = ufuncs._to_bool(condition)
   if condition.shape[0] > n:
     extra = core.concrete_or_error(np.asarray, condition[n:],
