@@ -23,7 +23,8 @@ from jaxon._src.lax import reductions as lax_reductions
 from jaxon._src.lax import sorting as lax_sorting
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.lax.dot_general import PrecisionLike
-from jaxon._src.numpy import creation, lax_numpy, linear, reductions, shape, ufuncs, util
+from jaxon._src.numpy import (creation, lax_numpy, linear, products, reductions, shape, ufuncs,
+                              util)
 
 
 class EighResult(NamedTuple):
@@ -558,13 +559,7 @@ def diagonal(x: Any, /, *, offset: int = 0) -> Any:
   return creation.diagonal(x, offset, axis1=-2, axis2=-1)
 
 
-def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
-  """The dot product Σ conj(x1) x2 along `axis`, other axes broadcast."""
-  x1, x2 = (lax_numpy.asarray(x) for x in util.promote_args("jnp.linalg.vecdot", x1, x2))
-  if x1.shape[axis] != x2.shape[axis]:
-    raise ValueError(f"jnp.linalg.vecdot: the vectors along axis {axis} must have equal "
-                     f"lengths, got shapes {x1.shape} and {x2.shape}.")
-  return reductions.sum(ufuncs.multiply(ufuncs.conj(x1), x2), axis=axis)
+vecdot = products.vecdot
 
 
 def matmul(x1: Any, x2: Any, /, *, precision: PrecisionLike = None) -> Any:
