@@ -1,6 +1,10 @@
 """Shared fixtures: x64 mode on demand, and NumPy comparison helpers."""
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -8,15 +12,22 @@ import jaxon
 from jaxon._src.config import config
 
 
-@pytest.fixture
-def x64():
-  """Runs the test with 64-bit types enabled, restoring the flag afterwards."""
-  previous = config.jax_enable_x64
-  config.update("jax_enable_x64", True)
+@contextlib.contextmanager
+def flag_set(name: str, value: Any) -> Iterator[None]:
+  """Sets a config flag for the duration, restoring its previous value afterwards."""
+  previous = config.read(name)
+  config.update(name, value)
   try:
     yield
   finally:
-    config.update("jax_enable_x64", previous)
+    config.update(name, previous)
+
+
+@pytest.fixture
+def x64():
+  """Runs the test with 64-bit types enabled."""
+  with flag_set("jax_enable_x64", True):
+    yield
 
 
 def tolerance(dtype) -> dict:

@@ -25,27 +25,20 @@ from jaxon import random
 from jaxon._src import dtypes, prng
 from jaxon._src.config import config
 from jaxon.test_util import check_grads
+from tests.conftest import flag_set
 
 
 @pytest.fixture(params=[True, False], ids=["partitionable", "original"])
 def layout(request):
-  """Runs the test in both bit layouts, restoring the flag afterwards."""
-  previous = config.jax_threefry_partitionable
-  config.update("jax_threefry_partitionable", request.param)
-  try:
+  """Runs the test in both bit layouts."""
+  with flag_set("jax_threefry_partitionable", request.param):
     yield request.param
-  finally:
-    config.update("jax_threefry_partitionable", previous)
 
 
 @pytest.fixture
 def original_layout():
-  previous = config.jax_threefry_partitionable
-  config.update("jax_threefry_partitionable", False)
-  try:
+  with flag_set("jax_threefry_partitionable", False):
     yield
-  finally:
-    config.update("jax_threefry_partitionable", previous)
 
 
 # ----------------------------------------------------------------------------- NumPy oracle

@@ -5,13 +5,12 @@ programs: so x64 is switched once per module, not once per test.
 """
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import numpy as np
 import pytest
 
-from jaxon._src.config import config
+from tests.conftest import flag_set
 
 
 class Precision(NamedTuple):
@@ -19,26 +18,16 @@ class Precision(NamedTuple):
   complex: np.dtype
 
 
-@contextlib.contextmanager
-def _x64(enabled: bool):
-  previous = config.jax_enable_x64
-  config.update("jax_enable_x64", enabled)
-  try:
-    yield
-  finally:
-    config.update("jax_enable_x64", previous)
-
-
 @pytest.fixture(scope="module", params=[32, 64], ids=["32bit", "64bit"])
 def precision(request):
   """The module's tests that use it run in 32-bit types, then all again in 64-bit ones."""
   bits = request.param
-  with _x64(bits == 64):
+  with flag_set("jax_enable_x64", bits == 64):
     yield Precision(np.dtype(f"float{bits}"), np.dtype(f"complex{2 * bits}"))
 
 
 @pytest.fixture(scope="module")
 def x64_module():
   """x64 for a whole module (derivative checks need float64's precision)."""
-  with _x64(True):
+  with flag_set("jax_enable_x64", True):
     yield

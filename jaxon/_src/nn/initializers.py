@@ -64,6 +64,14 @@ def constant(value: Any, dtype: Any = float) -> Initializer:
   return init
 
 
+def _scaled(sample: Callable[..., Array], scale: Any, default_dtype: Any) -> Initializer:
+  """An initializer drawing from `sample(key, shape, dtype)` times `scale`."""
+  def init(key: KeyArray, shape: Sequence[int], dtype: Any = default_dtype) -> Array:
+    dtype = dtypes.canonicalize_dtype(dtype)
+    return sample(key, shape, dtype) * lax_numpy.array(scale, dtype)
+  return init
+
+
 def uniform(scale: Any = 1e-2, dtype: Any = float) -> Initializer:
   """An initializer drawing uniformly from [0, scale).
 
@@ -71,10 +79,7 @@ def uniform(scale: Any = 1e-2, dtype: Any = float) -> Initializer:
     >>> uniform(10.)(PRNGKey(0), (2, 3)).shape
     (2, 3)
   """
-  def init(key: KeyArray, shape: Sequence[int], dtype: Any = dtype) -> Array:
-    dtype = dtypes.canonicalize_dtype(dtype)
-    return random.uniform(key, shape, dtype) * lax_numpy.array(scale, dtype)
-  return init
+  return _scaled(random.uniform, scale, dtype)
 
 
 def normal(stddev: Any = 1e-2, dtype: Any = float) -> Initializer:
@@ -84,10 +89,7 @@ def normal(stddev: Any = 1e-2, dtype: Any = float) -> Initializer:
     >>> normal(5.)(PRNGKey(0), (2, 3)).shape
     (2, 3)
   """
-  def init(key: KeyArray, shape: Sequence[int], dtype: Any = dtype) -> Array:
-    dtype = dtypes.canonicalize_dtype(dtype)
-    return random.normal(key, shape, dtype) * lax_numpy.array(stddev, dtype)
-  return init
+  return _scaled(random.normal, stddev, dtype)
 
 
 def truncated_normal(stddev: Any = 1e-2, dtype: Any = float, lower: Any = -2.0,
