@@ -62,7 +62,7 @@ class _CacheEntry:
   """What tracing one signature of a jitted function gave, and the executable that runs it
   (compiled on the first eager call; a call under another transformation stages `pjit`)."""
 
-  __slots__ = ("jaxpr", "const_args", "in_tree", "out_tree", "executable")
+  __slots__ = ("jaxpr", "const_args", "in_tree", "out_tree", "executable", "returns_leaf")
 
   def __init__(self, jaxpr: ClosedJaxpr, const_args: list[Any], in_tree: tree_util.PyTreeDef,
                out_tree: tree_util.PyTreeDef):
@@ -71,6 +71,8 @@ class _CacheEntry:
     self.in_tree = in_tree
     self.out_tree = out_tree
     self.executable: executable.Executable | None = None  # set by `compile`
+    # A function returning one array (the usual case) needs no unflattening.
+    self.returns_leaf = out_tree == tree_util.tree_structure(0)
 
   def compile(self, name: str) -> executable.Executable:
     if self.executable is None:
@@ -141,21 +143,27 @@ class JitFunction:
     dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
     return statics, (dyn_args, dyn_kwargs)
 
-  def _entry(self, args: tuple, kwargs: dict) -> tuple[list[Any], _CacheEntry]:
+  def _entry(self, args: tuple, kwargs: dict) -> tuple[Sequence[Any], _CacheEntry]:
     """The flat dynamic arguments and the cache entry of their signature: (input tree,
     static values, avals). Runs on every call, so it does no more than that."""
     statics, dynamic = (), (args, kwargs)
     if self._static_argnums or self._static_argnames:
       statics, dynamic = self._split_statics(args, kwargs)
+    in_tree = None
     if not kwargs and not statics and _ONLY_ARRAYS.issuperset(map(type, args)):
-      leaves, in_tree = list(args), _positional_leaves_tree(len(args))  # no flattening
+      # The usual call, Arrays by position: no flattening, and the avals are the signature
+      # (as for any call whose arguments are leaves, NumPy arrays or scalars too).
+      leaves, avals = args, tuple(map(_aval_of, args))
+      key: tuple = (avals, _trace_context)
     else:
       leaves, in_tree = tree_util.registry.flatten(dynamic)
-    try:  # Arrays and tracers: `map` runs in C, without a Python call per leaf
-      avals = tuple(map(_aval_of, leaves))
-    except AttributeError:
-      avals = _flat_avals(leaves)
-    key = (in_tree, statics, avals, _trace_context)
+      try:  # Arrays and tracers: `map` runs in C, without a Python call per leaf
+        avals = tuple(map(_aval_of, leaves))
+      except AttributeError:
+        avals = _flat_avals(leaves)
+      positional = not statics and in_tree == _positional_leaves_tree(len(leaves))
+      key = (avals, _trace_context) if positional else (in_tree, statics, avals,
+                                                         _trace_context)
     last_key, last_entry = self._last
     if not statics and key == last_key:  # statics may not compare safely (arrays)
       return leaves, last_entry
@@ -166,7 +174,9 @@ class JitFunction:
                        f"got static values {statics}. Static arguments must be hashable "
                        "(use a tuple instead of a list).") from e
     if entry is None:
-      entry = self._trace(args, kwargs, statics, in_tree, avals)
+      entry = self._trace(args, kwargs, statics,
+                          _positional_leaves_tree(len(args)) if in_tree is None else in_tree,
+                          avals)
       if not entry.const_args:
         self._cache[key] = entry
     if not entry.const_args:
@@ -194,7 +204,7 @@ class JitFunction:
       outs = (entry.executable or entry.compile(self._name))(leaves)
     else:
       outs = pjit_p.bind(*entry.const_args, *leaves, jaxpr=entry.jaxpr, name=self._name)
-    return entry.out_tree.unflatten(outs)
+    return outs[0] if entry.returns_leaf else entry.out_tree.unflatten(outs)
 
   def lower(self, *args: Any, **kwargs: Any) -> Lowered:
     _, entry = self._entry(args, kwargs)
