@@ -288,3 +288,17 @@ def test_results_are_arrays(name: str, op: Callable):
 
 def test_ndarray_alias():
   assert jnp.ndarray is jaxon.Array and isinstance(jnp.ones(2), jnp.ndarray)
+
+
+def test_single_device_shard_queries():
+  x = jnp.arange(6.0).reshape(2, 3)
+  assert x.is_fully_addressable and x.is_fully_replicated
+  (shard,) = x.addressable_shards
+  assert shard.device == jaxon.devices()[0] and shard.replica_id == 0
+  np.testing.assert_array_equal(np.asarray(shard.data)[shard.index], np.asarray(x))
+  assert x.global_shards == x.addressable_shards
+  assert x.addressable_data(0) is x
+  with pytest.raises(IndexError, match="one shard"):
+    x.addressable_data(1)
+  assert x.on_device_size_in_bytes() >= 24
+  assert isinstance(x.unsafe_buffer_pointer(), int)

@@ -8,7 +8,7 @@ installed by `jaxon.numpy`, the layer that defines them for tracers too.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from jaxlib import _jax
@@ -114,6 +114,28 @@ class Array:
   def sharding(self) -> Any:
     return self._buf._sharding
 
+  # One CPU device: every Array is whole on it, so it is its own only shard.
+  is_fully_addressable = property(lambda self: True)
+  is_fully_replicated = property(lambda self: True)
+
+  @property
+  def addressable_shards(self) -> list[Shard]:
+    return [Shard(self.device, (slice(None),) * self.ndim, 0, self)]
+
+  global_shards = addressable_shards
+
+  def addressable_data(self, index: int) -> Array:
+    if index != 0:
+      raise IndexError(f"addressable_data: index {index} out of range: the Array has one "
+                       "shard (jaxon runs on one CPU device).")
+    return self
+
+  def on_device_size_in_bytes(self) -> int:
+    return self._buf.on_device_size_in_bytes()
+
+  def unsafe_buffer_pointer(self) -> int:
+    return self._buf.unsafe_buffer_pointer()
+
   def item(self, *args: Any) -> Any:
     return self._value.item(*args)
 
@@ -195,6 +217,14 @@ class Array:
 
   def __dlpack_device__(self) -> tuple[int, int]:
     return self._value.__dlpack_device__()
+
+
+class Shard(NamedTuple):
+  """A piece of an Array on one device, as `Array.addressable_shards` lists them."""
+  device: Any
+  index: tuple[slice, ...]
+  replica_id: int
+  data: Array
 
 
 def _unset(*args: Any) -> None:
