@@ -1,6 +1,7 @@
 """Deferred eager dispatch: eager operations are recorded and run in batches, and nothing a
 program can observe depends on it except the speed."""
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -179,3 +180,25 @@ def test_pending_values_under_transformations():
   g = jaxon.grad(lambda x: jnp.sum(jnp.sin(x) * (c + 1.0)))
   np.testing.assert_allclose(np.asarray(g(jnp.ones(3))), np.cos(1.0) * np.array([1, 3, 5.0]),
                              rtol=1e-6)
+
+
+def test_one_by_one_runs_free_intermediates_after_their_last_use(monkeypatch):
+  """A batch run op by op keeps at most the buffers still to be read."""
+  from jaxon._src.xla import executable
+  alive: list = []
+  run = executable.Executable.run
+
+  def counting_run(self, bufs, args=()):
+    outs = run(self, bufs, args)
+    alive.extend(weakref.ref(b) for b in outs)
+    alive[:] = [w for w in alive if w() is not None]
+    peak.append(len(alive))
+    return outs
+  peak: list = []
+  monkeypatch.setattr(executable.Executable, "run", counting_run)
+  x = jnp.ones(1000)
+  y = x
+  for _ in range(50):
+    y = jnp.sin(y) + 1.0
+  np.asarray(y)
+  assert max(peak) <= 3

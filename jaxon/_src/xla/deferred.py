@@ -208,23 +208,31 @@ def _batch_jaxpr(batch: _Batch, live: list) -> Jaxpr:
 
 def _run_one_by_one(batch: _Batch, live: list) -> None:
   """Runs the operations whose results are still needed, each through its cached
-  one-primitive executable."""
-  needed = [False] * len(batch.nodes)
-  for pos, _, _ in live:
-    needed[pos] = True
+  one-primitive executable, dropping each intermediate buffer after its last use (a batch
+  of operations on large arrays must not hold all of them at once)."""
+  outputs: dict[int, list[tuple[int, Array]]] = {}
+  for pos, i, a in live:
+    outputs.setdefault(pos, []).append((i, a))
+  last_use = [-1] * len(batch.nodes)  # -1: not needed by a later operation
+  needed = [pos in outputs for pos in range(len(batch.nodes))]
   for pos in range(len(batch.nodes) - 1, -1, -1):
     if needed[pos]:
       for r in batch.nodes[pos][1]:
         if type(r) is not int:
           needed[r[0]] = True
+          last_use[r[0]] = max(last_use[r[0]], pos)
   values: list[list[Any] | None] = [None] * len(batch.nodes)
   for pos, (sig, refs, _) in enumerate(batch.nodes):
-    if needed[pos]:
-      bufs = [batch.leaves[r]._buf if type(r) is int else values[r[0]][r[1]] for r in refs]
-      exe = executable.executable_for_signature(sig.prim, sig.in_avals, sig.params)
-      values[pos] = exe.run(bufs, batch.leaves)
-  for pos, i, a in live:
-    a._set_buffer(values[pos][i])
+    if not needed[pos]:
+      continue
+    bufs = [batch.leaves[r]._buf if type(r) is int else values[r[0]][r[1]] for r in refs]
+    exe = executable.executable_for_signature(sig.prim, sig.in_avals, sig.params)
+    values[pos] = exe.run(bufs, batch.leaves)
+    for i, a in outputs.get(pos, ()):
+      a._set_buffer(values[pos][i])
+    for r in refs:
+      if type(r) is not int and last_use[r[0]] == pos:
+        values[r[0]] = None
 
 
 def _clear_caches(name: str, value: Any) -> None:
