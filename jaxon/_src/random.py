@@ -107,6 +107,25 @@ def _check_shape(name: str, shape: tuple[int, ...], *param_shapes: Shape) -> Non
                      f"from parameter shapes {list(param_shapes)} for shape argument {shape}.")
 
 
+def _result_shape(name: str, shape: tuple[int, ...] | None, *params: Any) -> tuple[int, ...]:
+  """`shape` after checking that the parameters broadcast to it; by default, the
+  parameters' broadcast shape."""
+  param_shapes = [np.shape(p) for p in params]
+  if shape is None:
+    return lax.broadcast_shapes(*param_shapes)
+  _check_shape(name, shape, *param_shapes)
+  return shape
+
+
+def _sampler_args(name: str, key: Any, shape: Any, dtype: Any, kind: type = np.floating,
+                  what: str = "a float") -> tuple[Array, tuple[int, ...] | None, np.dtype]:
+  """The checked key, shape (None stays None: the parameters' shape) and dtype of a
+  sampler's public call."""
+  key = _check_key(name, key)
+  dtype = _dtype(name, dtype, kind, what)
+  return key, None if shape is None else _shape(name, shape), dtype
+
+
 def _broadcast_to_rank(x: Any, rank: int) -> Any:
   x_shape = np.shape(x)
   return shape_ops.reshape(x, (1,) * (rank - len(x_shape)) + x_shape)
@@ -332,10 +351,7 @@ def truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: Shape | None 
 @_jit(3, 4)
 def _truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: tuple[int, ...] | None,
                       dtype: np.dtype) -> Array:
-  if shape is None:
-    shape = lax.broadcast_shapes(np.shape(lower), np.shape(upper))
-  else:
-    _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
+  shape = _result_shape("truncated_normal", shape, lower, upper)
   sqrt2 = np.array(np.sqrt(2), dtype)
   lower = lax.convert_element_type(lower, dtype)
   upper = lax.convert_element_type(upper, dtype)
@@ -371,11 +387,7 @@ def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = Non
 
 @_jit(2)
 def _bernoulli(key: KeyArray, p: Array, shape: tuple[int, ...] | None) -> Array:
-  if shape is None:
-    shape = np.shape(p)
-  else:
-    _check_shape("bernoulli", shape, np.shape(p))
-  return uniform(key, shape, dtypes.dtype(p)) < p
+  return uniform(key, _result_shape("bernoulli", shape, p), dtypes.dtype(p)) < p
 
 
 def rademacher(key: KeyArray, shape: Shape = (), dtype: Any = int) -> Array:
@@ -394,6 +406,34 @@ def rademacher(key: KeyArray, shape: Shape = (), dtype: Any = int) -> Array:
 def _rademacher(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Array:
   samples = bernoulli(key, 0.5, shape).astype(dtype)
   return (2 * samples - 1).astype(dtype)
+
+
+def geometric(key: KeyArray, p: Any, shape: Shape | None = None, dtype: Any = int) -> Array:
+  """The number of Bernoulli(p) trials up to and including the first success (1, 2, ...).
+
+  Args:
+    key: a PRNG key.
+    p: the success probability (an array broadcast to `shape`).
+    shape: the shape of the result; default `p`'s shape.
+    dtype: an integer dtype (default int32, int64 with 64-bit types on).
+
+  Example:
+    >>> geometric(PRNGKey(0), 0.5, (3,)).dtype
+    dtype('int32')
+  """
+  return _geometric(*_sampler_args("geometric", key, shape, dtype, np.integer, "an int"), p)
+
+
+@_jit(1, 2)
+def _geometric(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, p: Any
+               ) -> Array:
+  """Inverse CDF: floor(log(u) / log(1 - p)) + 1."""
+  shape = _result_shape("geometric", shape, p)
+  (p,) = np_util.promote_args_inexact("geometric", p)
+  u = uniform(key, shape, p.dtype)
+  log_one_minus_p = jnp_shape.broadcast_to(lax.log1p(lax.neg(p)), shape)
+  trials = lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1
+  return lax.convert_element_type(trials, dtype)
 
 
 def randint(key: KeyArray, shape: Shape, minval: Any, maxval: Any, dtype: Any = int) -> Array:
@@ -782,6 +822,179 @@ def _double_sided_maxwell(key: KeyArray, loc: Any, scale: Any, shape: tuple[int,
   maxwell_rvs = maxwell(maxwell_key, shape, dtype)
   random_sign = rademacher(rademacher_key, shape, dtype)
   return random_sign * maxwell_rvs * scale + loc
+
+
+# ----------------------------------------------------------------------------- transforms
+
+
+def lognormal(key: KeyArray, sigma: Any = np.float32(1), shape: Shape | None = None,
+              dtype: Any = float) -> Array:
+  """Log-normal samples: exp(sigma z), z standard normal.
+
+  Args:
+    key: a PRNG key.
+    sigma: the standard deviation of the underlying normal (broadcast to `shape`).
+    shape: the shape of the result; default `sigma`'s shape.
+    dtype: a float dtype.
+
+  Example:
+    >>> lognormal(PRNGKey(0), 0.5, (3,)).shape
+    (3,)
+  """
+  return _lognormal(*_sampler_args("lognormal", key, shape, dtype), sigma)
+
+
+@_jit(1, 2)
+def _lognormal(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, sigma: Any
+               ) -> Array:
+  shape = _result_shape("lognormal", shape, sigma)
+  sigma = lax.convert_element_type(sigma, dtype)
+  return lax.exp(ufuncs.multiply(normal(key, shape, dtype), sigma))
+
+
+def pareto(key: KeyArray, b: Any, shape: Shape | None = None, dtype: Any = float) -> Array:
+  """Pareto samples of shape `b` and scale 1 (P(X > x) = x^-b for x >= 1): exp(e / b), e
+  standard exponential.
+
+  Args:
+    key: a PRNG key.
+    b: the shape parameter (broadcast to `shape`).
+    shape: the shape of the result; default `b`'s shape.
+    dtype: a float dtype.
+
+  Example:
+    >>> pareto(PRNGKey(0), 3., (2,)).shape
+    (2,)
+  """
+  return _pareto(*_sampler_args("pareto", key, shape, dtype), b)
+
+
+@_jit(1, 2)
+def _pareto(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, b: Any) -> Array:
+  shape = _result_shape("pareto", shape, b)
+  b = lax.convert_element_type(b, dtype)
+  return lax.exp(ufuncs.divide(exponential(key, shape, dtype), b))
+
+
+def rayleigh(key: KeyArray, scale: Any, shape: Shape | None = None, dtype: Any = float
+             ) -> Array:
+  """Rayleigh samples: scale sqrt(-2 log u), u uniform in [0, 1).
+
+  Args:
+    key: a PRNG key.
+    scale: the scale (broadcast to `shape`).
+    shape: the shape of the result; default `scale`'s shape.
+    dtype: a float dtype.
+
+  Example:
+    >>> rayleigh(PRNGKey(0), 2., (3,)).shape
+    (3,)
+  """
+  return _rayleigh(*_sampler_args("rayleigh", key, shape, dtype), scale)
+
+
+@_jit(1, 2)
+def _rayleigh(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, scale: Any
+              ) -> Array:
+  shape = _result_shape("rayleigh", shape, scale)
+  u = uniform(key, shape, dtype)
+  scale = jnp_shape.broadcast_to(lax.convert_element_type(scale, dtype), shape)
+  return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.array(-2, dtype))))
+
+
+def triangular(key: KeyArray, left: Any, mode: Any, right: Any, shape: Shape | None = None,
+               dtype: Any = float) -> Array:
+  """Triangular samples on [left, right] peaking at `mode`, by the inverse CDF.
+
+  Args:
+    key: a PRNG key.
+    left, mode, right: the bounds and the peak, left <= mode <= right (broadcast to
+      `shape`).
+    shape: the shape of the result; default the parameters' broadcast shape.
+    dtype: a float dtype.
+
+  Example:
+    >>> triangular(PRNGKey(0), 0., 0.5, 1., (3,)).shape
+    (3,)
+  """
+  return _triangular(*_sampler_args("triangular", key, shape, dtype), left, mode, right)
+
+
+@_jit(1, 2)
+def _triangular(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, left: Any,
+                mode: Any, right: Any) -> Array:
+  """Below the peak's CDF value fc = (mode - left) / (right - left), the rising side's
+  inverse CDF; above it, the falling side's."""
+  shape = _result_shape("triangular", shape, left, mode, right)
+  left, mode, right = (lax.convert_element_type(v, dtype) for v in (left, mode, right))
+  width = right - left
+  u = uniform(key, shape, dtype)
+  rising = left + ufuncs.sqrt(u * width * (mode - left))
+  falling = right - ufuncs.sqrt((1 - u) * width * (right - mode))
+  return lax.select(u < (mode - left) / width, rising, falling)
+
+
+def wald(key: KeyArray, mean: Any, shape: Shape | None = None, dtype: Any = float) -> Array:
+  """Wald (inverse Gaussian) samples of mean `mean` and shape 1, by Michael, Schucany and
+  Haas's transformation with one normal and one uniform draw.
+
+  Args:
+    key: a PRNG key.
+    mean: the mean (broadcast to `shape`).
+    shape: the shape of the result; default `mean`'s shape.
+    dtype: a float dtype.
+
+  Example:
+    >>> wald(PRNGKey(0), 1., (3,)).shape
+    (3,)
+  """
+  return _wald(*_sampler_args("wald", key, shape, dtype), mean)
+
+
+@_jit(1, 2)
+def _wald(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, mean: Any) -> Array:
+  """x, the smaller root of the quadratic whose roots x and mean^2 / x are equally likely
+  images of a chi-square(1) draw y; a uniform draw picks x with probability
+  mean / (mean + x)."""
+  shape = _result_shape("wald", shape, mean)
+  normal_key, uniform_key = _split(key)
+  mean = jnp_shape.broadcast_to(lax.convert_element_type(mean, dtype), shape)
+  y = lax.integer_pow(normal(normal_key, shape, dtype), 2)
+  z = uniform(uniform_key, shape, dtype)
+  mean_sq = lax.integer_pow(mean, 2)
+  sqrt_term = lax.sqrt(4 * mean * y + mean_sq * lax.integer_pow(y, 2))
+  x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
+  return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
+
+
+def weibull_min(key: KeyArray, scale: Any, concentration: Any, shape: Shape = (),
+                dtype: Any = float) -> Array:
+  """Weibull samples, scale (-log(1 - u))^(1 / concentration).
+
+  As in JAX, `scale` and `concentration` broadcast with `shape` (numpy broadcasting, not
+  checked against it).
+
+  Args:
+    key: a PRNG key.
+    scale: the scale.
+    concentration: the shape parameter k (P(X > x) = exp(-(x / scale)^k)).
+    shape: the shape of the uniform draws.
+    dtype: a float dtype.
+
+  Example:
+    >>> weibull_min(PRNGKey(0), 1., 2., (3,)).shape
+    (3,)
+  """
+  key, shape, dtype = _sampler_args("weibull_min", key, shape, dtype)
+  return _weibull_min(key, shape, dtype, scale, concentration)
+
+
+@_jit(1, 2)
+def _weibull_min(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype, scale: Any,
+                 concentration: Any) -> Array:
+  u = uniform(key, shape, dtype)
+  exponential_draw = ufuncs.negative(ufuncs.log1p(ufuncs.negative(u)))
+  return ufuncs.power(exponential_draw, ufuncs.divide(1.0, concentration)) * scale
 
 
 def multivariate_normal(key: KeyArray, mean: Any, cov: Any, shape: Shape | None = None,

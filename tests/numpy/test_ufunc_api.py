@@ -142,3 +142,37 @@ def test_transforms():
                                                                  inplace=False)):
     check_grads(method, (X,), order=2, modes=("fwd", "rev"), atol=5e-2, rtol=5e-2)
     check_vmap(method, [X], axes=(0,))
+
+
+# JAX's jnp ufunc objects, with NumPy's counterparts and integer or float test data.
+JNP_UFUNCS = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "maximum": np.maximum,
+    "minimum": np.minimum, "logaddexp": np.logaddexp, "logaddexp2": np.logaddexp2,
+    "logical_and": np.logical_and, "logical_or": np.logical_or,
+    "logical_xor": np.logical_xor, "bitwise_and": np.bitwise_and,
+    "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "negative": np.negative,
+}
+
+
+@pytest.mark.parametrize("name", sorted(JNP_UFUNCS))
+def test_jnp_ufunc_objects(name):
+  """`jnp.add` and the other 13 are ufunc objects, as in JAX: calls and methods match
+  NumPy's, under jit too."""
+  ours, theirs = getattr(jnp, name), JNP_UFUNCS[name]
+  assert isinstance(ours, jnp.ufunc) and ours.nin == theirs.nin
+  bitwise = name.startswith("bitwise")
+  x = (np.arange(1, 7, dtype=np.int32).reshape(2, 3) if bitwise else
+       (X[:2, :3] > 1.0) if name.startswith("logical") else X[:2, :3])
+  if ours.nin == 1:
+    _close(ours(x), theirs(x), name)
+    _close(jaxon.jit(ours)(x), theirs(x), f"jit {name}")
+    return
+  _close(ours(x, x[::-1]), theirs(x, x[::-1]), name)
+  _close(jaxon.jit(ours)(x, x[::-1]), theirs(x, x[::-1]), f"jit {name}")
+  _close(ours.reduce(x, axis=1), theirs.reduce(x, axis=1), f"{name}.reduce")
+  _close(ours.outer(x[0], x[1]), theirs.outer(x[0], x[1]), f"{name}.outer")
+  _close(ours.accumulate(x, axis=1), theirs.accumulate(x, axis=1), f"{name}.accumulate")
+  if not name.startswith("logical"):
+    want = x.copy()
+    theirs.at(want, [0, 0, 1], x[1])
+    _close(ours.at(x, np.array([0, 0, 1]), x[1], inplace=False), want, f"{name}.at")

@@ -9,6 +9,7 @@ on it.
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import reductions, shape, ufuncs
+from jaxon._src.numpy.einsum import einsum
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
 from jaxon._src.scipy.special import logsumexp as logsumexp
 
@@ -37,6 +39,11 @@ def _zeros(x: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- rectifiers
+
+def identity(x: Any) -> Any:
+  """`x` unchanged, as an array: the activation of a layer that has none."""
+  return shape._ensure_array("identity", x)
+
 
 def relu(x: Any) -> Any:
   """Rectified linear unit, max(x, 0), with derivative 0 at 0 (as JAX's).
@@ -110,6 +117,26 @@ def log_sigmoid(x: Any) -> Any:
 def softplus(x: Any) -> Any:
   """log(1 + exp(x)), without overflow."""
   return ufuncs.logaddexp(_inexact("softplus", x), 0.0)
+
+
+def sparse_plus(x: Any) -> Any:
+  """0 below -1, x above 1 and (x + 1)^2 / 4 in between: a softplus that is exactly 0 and
+  exactly linear outside [-1, 1] (Martins & Astudillo, 2016), with a continuous derivative.
+
+  Example: `sparse_plus(jnp.array([-2., 0., 2.]))` is `[0., 0.25, 2.]`."""
+  x = _inexact("sparse_plus", x)
+  one = lax.full_like(x, 1)
+  quadratic = lax.div(lax.integer_pow(lax.add(x, one), 2), lax.full_like(x, 4))
+  inner = lax.select(lax.ge(x, one), x, quadratic)
+  return lax.select(lax.le(x, lax.neg(one)), _zeros(x), inner)
+
+
+def sparse_sigmoid(x: Any) -> Any:
+  """(clip(x, -1, 1) + 1) / 2, the derivative of `sparse_plus`: a sigmoid that reaches 0
+  and 1 exactly (at -1 and 1)."""
+  x = _inexact("sparse_sigmoid", x)
+  clipped = ufuncs.clip(lax.add(x, lax.full_like(x, 1)), 0.0, 2.0)
+  return lax.mul(np.array(0.5, x.dtype), clipped)
 
 
 def soft_sign(x: Any) -> Any:
@@ -217,6 +244,34 @@ def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
   return out
 
 
+def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = False) -> Any:
+  """log(mean(exp(x))) over `axis`, without overflow: `logsumexp` minus the log of the
+  number of entries averaged (those `where` selects, if given).
+
+  Example: `logmeanexp(jnp.log(jnp.array([1., 3.])))` is `log(2.)`."""
+  x = _inexact("logmeanexp", x)
+  axes = reductions._canonical_axes("logmeanexp", axis, x.ndim)
+  total = logsumexp(x, axes, keepdims=keepdims, where=where)
+  if where is None:
+    count = np.array(math.prod(x.shape[a] for a in axes), x.dtype)
+  else:
+    selected = shape.broadcast_to(where, x.shape)
+    count = reductions.sum(selected, axes, dtype=x.dtype, keepdims=keepdims)
+  return ufuncs.subtract(total, ufuncs.log(count))
+
+
+def log1mexp(x: Any) -> Any:
+  """log(1 - exp(-x)) for x > 0, accurate at both ends: log(-expm1(-x)) where 1 - exp(-x)
+  is small (x < log 2), log1p(-exp(-x)) where exp(-x) is (Maechler, 2012).
+
+  Example: `log1mexp(jnp.log(2.))` is `-log(2.)`."""
+  x = _inexact("log1mexp", x)
+  neg_x = lax.neg(x)
+  near_zero = lax.log(lax.neg(lax.expm1(neg_x)))
+  far = lax.log1p(lax.neg(lax.exp(neg_x)))
+  return lax.select(lax.lt(x, lax.full_like(x, math.log(2))), near_zero, far)
+
+
 # ----------------------------------------------------------------------------- encodings
 
 def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
@@ -250,3 +305,186 @@ def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
     variance = ufuncs.subtract(mean_square, ufuncs.square(mean))
   return ufuncs.multiply(ufuncs.subtract(x, mean),
                          lax.rsqrt(ufuncs.add(variance, np.array(epsilon, x.dtype))))
+
+
+# ----------------------------------------------------------------------------- attention
+
+def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None,
+                          mask: Any = None, *, scale: Any = None, is_causal: bool = False,
+                          query_seq_lengths: Any = None, key_value_seq_lengths: Any = None,
+                          local_window_size: int | tuple[int, int] | None = None,
+                          implementation: str | None = None) -> Any:
+  """Scaled dot-product attention, softmax(scale * query key^T + bias) value, as JAX's.
+
+  Shapes use B (batch), T (query length), S (key length), N (query heads), K (key/value
+  heads) and H (head size); the batch dimension may be left out of all the arrays.
+
+  Args:
+    query: (B, T, N, H).
+    key, value: (B, S, K, H), of `query`'s dtype. When K < N (grouped-query attention),
+      K must divide N and query head n attends with key/value head n // (N // K).
+    bias: added to the logits; 4-D, broadcastable to (B, N, T, S).
+    mask: boolean, True where a query may attend to a key; 4-D, broadcastable to
+      (B, N, T, S).
+    scale: multiplies the logits; default 1 / sqrt(H).
+    is_causal: query t attends only to keys s <= t.
+    query_seq_lengths, key_value_seq_lengths: int32 (B,) valid lengths: padding queries
+      and keys beyond them take no part (and when both are given, the outputs of padding
+      queries are 0).
+    local_window_size: (left, right) (or one int for both): query t attends only to keys
+      in [t - left, t + right].
+    implementation: None or "xla" (the same here); "cudnn" is not available in jaxon.
+
+  Returns:
+    The attended values, of `query`'s shape and dtype.
+
+  Masked-out logits become -0.7 times the dtype's largest value (JAX's choice: large
+  enough to vanish in the softmax, far enough from the limit that adding to it cannot
+  overflow), so a row with every key masked out averages all of them, as in JAX. The
+  logits and the softmax are computed in at least float32 (float64 inputs keep float64).
+
+  Example:
+    >>> q = k = v = jnp.ones((2, 4, 8, 16))
+    >>> dot_product_attention(q, k, v, is_causal=True).shape
+    (2, 4, 8, 16)
+  """
+  if implementation == "cudnn":
+    raise NotImplementedError("dot_product_attention: implementation='cudnn' needs "
+                              "NVIDIA's cuDNN kernels, which jaxon does not have; use "
+                              "implementation=None or 'xla'.")
+  if implementation not in (None, "xla"):
+    raise ValueError(f"dot_product_attention: unsupported implementation "
+                     f"{implementation!r}; use None or 'xla'.")
+  output_shape = np.shape(query)
+  query, key, value = (_attention_operand(name, x) for name, x in
+                       (("query", query), ("key", key), ("value", value)))
+  _check_attention_operands(query, key, value)
+  batch, head_size = key.shape[0], key.shape[3]
+  if scale is None:
+    scale = 1 / math.sqrt(head_size)
+  logits = _attention_logits(query, key, scale, bias)
+  lengths = [_seq_lengths(name, x, batch) for name, x in (
+      ("query_seq_lengths", query_seq_lengths),
+      ("key_value_seq_lengths", key_value_seq_lengths))]
+  if local_window_size is not None and np.ndim(local_window_size) == 0:
+    local_window_size = (local_window_size, local_window_size)
+  allowed = _allowed(logits.shape, mask, is_causal, local_window_size, *lengths)
+  if allowed is not None:
+    large_negative = np.array(-0.7 * dtypes.finfo(logits.dtype).max, logits.dtype)
+    logits = ufuncs.where(allowed, logits, large_negative)
+  probs = lax.convert_element_type(softmax(logits, axis=-1), key.dtype)
+  out = einsum("bkgts,bskh->btkgh", probs, value)
+  if lengths[0] is not None and lengths[1] is not None:
+    valid_query = _positions_below(lengths[0], out.shape[1], 1, out.ndim)
+    out = lax.mul(out, lax.convert_element_type(valid_query, out.dtype))
+  return shape.reshape(out, output_shape)
+
+
+def _attention_operand(name: str, x: Any) -> Any:
+  """`x` as an array of rank 4, with leading axes of size 1 added to lower ranks."""
+  x = shape._ensure_array("dot_product_attention", x)
+  if x.ndim > 4:
+    raise ValueError(f"dot_product_attention: {name} must have at most 4 dimensions "
+                     f"((B, T, N, H) for operands, (B, N, T, S) for bias and mask), got shape "
+                     f"{x.shape}.")
+  return shape.reshape(x, (1,) * (4 - x.ndim) + x.shape)
+
+
+def _check_attention_operands(query: Any, key: Any, value: Any) -> None:
+  if not dtypes.issubdtype(key.dtype, np.floating):
+    raise TypeError(f"dot_product_attention: key must have a floating dtype, got "
+                    f"{key.dtype}.")
+  for name, x in (("query", query), ("value", value)):
+    if x.dtype != key.dtype:
+      raise ValueError(f"dot_product_attention: {name} dtype should be {key.dtype} (key's "
+                       f"dtype), but got {x.dtype}.")
+  batch, _, kv_heads, head_size = key.shape
+  if value.shape != key.shape:
+    raise ValueError(f"dot_product_attention: value shape should be key's {key.shape} "
+                     f"(B, S, K, H), but got {value.shape}.")
+  if query.shape[0] != batch or query.shape[3] != head_size:
+    raise ValueError(f"dot_product_attention: query shape should be (B, T, N, H) = "
+                     f"({batch}, T, N, {head_size}) to match key {key.shape}, but got "
+                     f"{query.shape}.")
+  if query.shape[2] % kv_heads:
+    raise ValueError(f"dot_product_attention: the number of query heads must be a "
+                     f"multiple of key/value heads, but got {query.shape[2]} vs {kv_heads}.")
+
+
+def _attention_logits(query: Any, key: Any, scale: Any, bias: Any) -> Any:
+  """scale * query . key (+ bias), shaped (B, K, G, T, S): query head n = k G + g reads
+  key head k, so grouped-query attention needs no copies of the keys."""
+  batch, length, heads, head_size = query.shape
+  kv_heads = key.shape[2]
+  logits_dtype = dtypes.promote_types(query.dtype, np.float32)
+  grouped = shape.reshape(query, (batch, length, kv_heads, heads // kv_heads, head_size))
+  logits = einsum("btkgh,bskh->bkgts", grouped, key, preferred_element_type=logits_dtype)
+  logits = lax.mul(logits, lax.convert_element_type(scale, logits_dtype))
+  if bias is None:
+    return logits
+  bias = _grouped(_attention_operand("bias", bias), "bias", logits.shape)
+  return lax.convert_element_type(ufuncs.add(logits, bias), logits_dtype)
+
+
+def _grouped(x: Any, name: str, logits_shape: tuple[int, ...]) -> Any:
+  """A bias or mask broadcastable to (B, N, T, S), reshaped to broadcast against the
+  (B, K, G, T, S) logits."""
+  batch, kv_heads, groups, length, kv_length = logits_shape
+  target = (batch, kv_heads * groups, length, kv_length)
+  try:
+    fits = lax.broadcast_shapes(x.shape, target) == target
+  except ValueError:
+    fits = False
+  if not fits:
+    raise ValueError(f"dot_product_attention: {name} of shape {x.shape} does not "
+                     f"broadcast to (B, N, T, S) = {target}.")
+  heads = (1, 1) if x.shape[1] == 1 else (kv_heads, groups)
+  return shape.reshape(x, (x.shape[0], *heads, *x.shape[2:]))
+
+
+def _seq_lengths(name: str, lengths: Any, batch: int) -> Any:
+  if lengths is None:
+    return None
+  lengths = shape._ensure_array("dot_product_attention", lengths)
+  if lengths.shape != (batch,) or lengths.dtype != np.int32:
+    raise ValueError(f"dot_product_attention: {name} should be an int32 array of shape "
+                     f"({batch},) (one length per batch entry), got {lengths.dtype} "
+                     f"{lengths.shape}.")
+  return lengths
+
+
+def _allowed(logits_shape: tuple[int, ...], mask: Any, is_causal: bool,
+             window: tuple[int, int] | None, query_lengths: Any, kv_lengths: Any) -> Any:
+  """Where queries may attend to keys, broadcastable to the (B, K, G, T, S) logits (None:
+  everywhere)."""
+  length, kv_length = logits_shape[-2:]
+  conditions = []
+  if mask is not None:
+    mask = _attention_operand("mask", mask)
+    if mask.dtype != np.bool_:
+      raise ValueError(f"dot_product_attention: mask dtype should be bool (True where a "
+                       f"query may attend), but got {mask.dtype}; pass additive masks as "
+                       f"bias.")
+    conditions.append(_grouped(mask, "mask", logits_shape))
+  query_pos = lax.broadcasted_iota(np.int32, (length, kv_length), 0)
+  key_pos = lax.broadcasted_iota(np.int32, (length, kv_length), 1)
+  if is_causal:
+    conditions.append(lax.ge(query_pos, key_pos))
+  if window is not None:
+    left, right = (operator.index(w) for w in window)
+    conditions.append(ufuncs.logical_and(
+        lax.le(lax.sub(query_pos, key_pos), np.array(left, np.int32)),
+        lax.le(lax.sub(key_pos, query_pos), np.array(right, np.int32))))
+  if query_lengths is not None:
+    conditions.append(_positions_below(query_lengths, length, 3, len(logits_shape)))
+  if kv_lengths is not None:
+    conditions.append(_positions_below(kv_lengths, kv_length, 4, len(logits_shape)))
+  return functools.reduce(ufuncs.logical_and, conditions) if conditions else None
+
+
+def _positions_below(lengths: Any, size: int, axis: int, ndim: int) -> Any:
+  """Booleans, batch on axis 0 and positions 0..size-1 on `axis`: position < length."""
+  positions_shape = [1] * ndim
+  positions_shape[axis] = size
+  positions = lax.broadcasted_iota(lengths.dtype, positions_shape, axis)
+  return ufuncs.less(positions, shape.reshape(lengths, (-1,) + (1,) * (ndim - 1)))

@@ -70,6 +70,8 @@ class ufunc:
     return f"<jnp.ufunc '{self.__name__}'>"
 
   def __call__(self, *args: Any, out: None = None, where: None = None) -> Any:
+    if out is None and where is None and len(args) == self.nin:  # jnp.add(x, y): one call
+      return self._call(*args)
     _no_out("__call__", out)
     if where is not None:
       raise NotImplementedError(f"{self.__name__}: the 'where' argument is not supported; "
@@ -266,3 +268,13 @@ logical_and = ufunc(ufuncs.logical_and, 2, 1, identity=True, call=ufuncs.logical
                     reduce=_reduction(reductions.all, boolean=True))
 logical_or = ufunc(ufuncs.logical_or, 2, 1, identity=False, call=ufuncs.logical_or,
                    reduce=_reduction(reductions.any, boolean=True))
+subtract = ufunc(ufuncs.subtract, 2, 1, call=ufuncs.subtract,
+                 at=lambda a, indices, b: lax_numpy.asarray(a).at[indices].add(
+                     ufuncs.negative(b)))
+negative = ufunc(ufuncs.negative, 1, 1, call=ufuncs.negative)
+logical_xor = ufunc(ufuncs.logical_xor, 2, 1, identity=False, call=ufuncs.logical_xor)
+bitwise_and = ufunc(ufuncs.bitwise_and, 2, 1, identity=-1, call=ufuncs.bitwise_and)
+bitwise_or = ufunc(ufuncs.bitwise_or, 2, 1, identity=0, call=ufuncs.bitwise_or)
+bitwise_xor = ufunc(ufuncs.bitwise_xor, 2, 1, identity=0, call=ufuncs.bitwise_xor)
+logaddexp = ufunc(ufuncs.logaddexp, 2, 1, identity=-np.inf, call=ufuncs.logaddexp)
+logaddexp2 = ufunc(ufuncs.logaddexp2, 2, 1, identity=-np.inf, call=ufuncs.logaddexp2)
