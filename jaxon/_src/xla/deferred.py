@@ -45,13 +45,21 @@ class _Signature:
   """One (primitive, params, input avals): its output avals, checked once, and a small
   integer standing for it in batch keys (hashing ints is cheaper than hashing avals)."""
 
-  __slots__ = ("prim", "params", "in_avals", "out_avals", "id")
+  __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "_executable")
 
   def __init__(self, prim: core.Primitive, params: dict, in_avals: tuple, sig_id: int):
     out = prim.abstract_eval(*in_avals, **params)
     self.prim, self.params, self.in_avals, self.id = prim, params, in_avals, sig_id
     outs = out if prim.multiple_results else [out]
     self.out_avals = tuple(array_mod.intern_aval(a) for a in outs)
+    self._executable = None
+
+  def executable(self) -> executable.Executable:
+    """The one-primitive program, compiled on first use."""
+    if self._executable is None:
+      self._executable = executable.executable_for_signature(self.prim, self.in_avals,
+                                                             self.params)
+    return self._executable
 
 
 # A recorded operation is a tuple (signature, refs, weak references to its output Arrays):
@@ -210,29 +218,30 @@ def _run_one_by_one(batch: _Batch, live: list) -> None:
   """Runs the operations whose results are still needed, each through its cached
   one-primitive executable, dropping each intermediate buffer after its last use (a batch
   of operations on large arrays must not hold all of them at once)."""
+  nodes = batch.nodes
   outputs: dict[int, list[tuple[int, Array]]] = {}
   for pos, i, a in live:
     outputs.setdefault(pos, []).append((i, a))
-  last_use = [-1] * len(batch.nodes)  # -1: not needed by a later operation
-  needed = [pos in outputs for pos in range(len(batch.nodes))]
-  for pos in range(len(batch.nodes) - 1, -1, -1):
+  needed = [pos in outputs for pos in range(len(nodes))]
+  read = [False] * len(nodes)
+  freed_after: list[list[int]] = [[] for _ in nodes]  # results last read by each operation
+  for pos in range(len(nodes) - 1, -1, -1):  # backwards: the first read seen is the last
     if needed[pos]:
-      for r in batch.nodes[pos][1]:
-        if type(r) is not int:
-          needed[r[0]] = True
-          last_use[r[0]] = max(last_use[r[0]], pos)
-  values: list[list[Any] | None] = [None] * len(batch.nodes)
-  for pos, (sig, refs, _) in enumerate(batch.nodes):
+      for r in nodes[pos][1]:
+        if type(r) is not int and not read[r[0]]:
+          read[r[0]] = needed[r[0]] = True
+          freed_after[pos].append(r[0])
+  leaf_bufs = [x._buf for x in batch.leaves]
+  values: list[Any] = [None] * len(nodes)
+  for pos, (sig, refs, _) in enumerate(nodes):
     if not needed[pos]:
       continue
-    bufs = [batch.leaves[r]._buf if type(r) is int else values[r[0]][r[1]] for r in refs]
-    exe = executable.executable_for_signature(sig.prim, sig.in_avals, sig.params)
-    values[pos] = exe.run(bufs, batch.leaves)
+    bufs = [leaf_bufs[r] if type(r) is int else values[r[0]][r[1]] for r in refs]
+    values[pos] = sig.executable().run(bufs, batch.leaves)
     for i, a in outputs.get(pos, ()):
       a._set_buffer(values[pos][i])
-    for r in refs:
-      if type(r) is not int and last_use[r[0]] == pos:
-        values[r[0]] = None
+    for done in freed_after[pos]:
+      values[done] = None
 
 
 def _clear_caches(name: str, value: Any) -> None:
