@@ -11,9 +11,9 @@ or when it grows to `MAX_BATCH` operations.
 A batch is identified by its structure: the operations, how they connect, and which of
 their results are still alive. Eager code repeats itself (a training step, a loop body),
 so a batch that has repeated enough (`FUSE_WORK`) is compiled into one program and later
-runs as a single executable call. Until then batches run operation by operation through the cached
-one-primitive executables, as plain eager dispatch would: code that never repeats pays
-no extra compilation. Batch programs, like one-primitive programs, are compiled without
+runs as a single executable call. Until then batches run operation by operation through
+the cached one-primitive executables, as plain eager dispatch would: code that never
+repeats pays no extra compilation. Batch programs, like one-primitive programs, are compiled without
 XLA's algebraic rewrites, so each operation computes what it computes alone; the one
 difference left is that XLA's CPU backend contracts a multiply feeding an add into a fused
 multiply-add when both land in one fused loop, which rounds once instead of twice (a
