@@ -202,3 +202,23 @@ def test_one_by_one_runs_free_intermediates_after_their_last_use(monkeypatch):
     y = jnp.sin(y) + 1.0
   np.asarray(y)
   assert max(peak) <= 3
+
+
+def test_a_failed_batch_is_reported_where_its_values_are_used(monkeypatch):
+  from jaxon._src.xla import executable
+
+  def failing_run(self, bufs, args=()):
+    raise MemoryError("out of device memory")
+  x = jnp.arange(3.0)
+  x.block_until_ready()
+  y = jnp.cos(x) * 4.0
+  monkeypatch.setattr(executable.Executable, "run", failing_run)
+  with pytest.raises(MemoryError):
+    np.asarray(y)
+  monkeypatch.undo()
+  with pytest.raises(RuntimeError, match="earlier eager operation failed"):
+    np.asarray(y)
+  with pytest.raises(RuntimeError, match="earlier eager operation failed"):
+    y + 1.0
+  np.testing.assert_allclose(np.asarray(jnp.cos(x) * 4.0), np.cos(np.arange(3.0)) * 4,
+                             rtol=1e-6)
