@@ -129,6 +129,24 @@ def eager_ops(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+@workload("eager_ops_unrepeated", unit="op", units_per_run=2 * EAGER_STEPS)
+def eager_ops_unrepeated(fw: Framework) -> Callable[[], Any]:
+  """200 eager elementwise ops in an order that changes on every run (sin, cos, exp, tanh,
+  then * 1.0001): eager code that never repeats, which jaxon runs op by op."""
+  require(fw, "sin", "cos", "exp", "tanh")
+  x0 = fw.device_put(np.linspace(0.0, 1.0, 16, dtype=np.float32))
+  ops = [fw.jnp.sin, fw.jnp.cos, fw.jnp.exp, fw.jnp.tanh]
+  rng = np.random.default_rng(0)
+
+  def run() -> Any:
+    x = x0
+    for i in rng.integers(0, len(ops), EAGER_STEPS):
+      x = ops[i](x)
+      x = x * 1.0001
+    return fw.block_until_ready(x)
+  return run
+
+
 MLP_SIZES = (784, 512, 512, 10)
 MLP_BATCH = 128
 
