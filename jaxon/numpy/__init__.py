@@ -415,6 +415,7 @@ from jaxon._src.numpy.host import (  # noqa: E402
     array_str as array_str,
     from_dlpack as from_dlpack,
     frombuffer as frombuffer,
+    fromfile as fromfile,
     fromiter as fromiter,
     fromstring as fromstring,
     get_printoptions as get_printoptions,

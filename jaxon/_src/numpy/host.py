@@ -51,10 +51,21 @@ def fromstring(string: str, dtype: Any = float, count: int = -1, *, sep: str) ->
   return lax_numpy.asarray(np.fromstring(string, dtype=dtype, count=count, sep=sep))
 
 
-def fromiter(iterable: Any, dtype: Any, count: int = -1) -> Any:
-  """An array of the values of a Python iterable (`count` of them; -1: all), read on the
-  host: under a transformation the iterable runs once, when the function is traced."""
-  return lax_numpy.asarray(np.fromiter(iterable, dtype=dtype, count=count))
+def _impure(name: str) -> NotImplementedError:
+  return NotImplementedError(
+      f"jnp.{name}() is not provided, as in JAX: reading an iterator or a file is a side "
+      f"effect, which a traced function performs once, at tracing, and never again. Read "
+      f"the data first with jnp.asarray(np.{name}(...)), outside the transformed function.")
+
+
+def fromiter(*args: Any, **kwargs: Any) -> Any:
+  """Not provided (as in JAX): see `_impure`."""
+  raise _impure("fromiter")
+
+
+def fromfile(*args: Any, **kwargs: Any) -> Any:
+  """Not provided (as in JAX): see `_impure`."""
+  raise _impure("fromfile")
 
 
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
