@@ -5,7 +5,7 @@ arguments), and jit of each transformation against the transformation itself."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -105,3 +105,13 @@ def check_transforms(f: Callable, args: Sequence[Any], order: int = 2,
     check_jit_transforms(f, args)
   check_vmap(f, args, axes=vmap_axes)
 
+
+class Case(NamedTuple):
+  """`fun` of float arrays of `shapes`, checked in float32 (and float64 if `f64`)."""
+  name: str
+  fun: Any
+  shapes: tuple
+  f64: bool = False
+
+  def __repr__(self) -> str:
+    return self.name

@@ -8,6 +8,11 @@ import numpy as np
 import jaxon
 from tests.conftest import tolerance
 
+# The dtypes the primitive and jaxon.numpy tests sweep over.
+F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
+BF16 = np.dtype(jaxon.numpy.bfloat16)
+I32, I64, U8, BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8), np.dtype(bool)
+
 
 def rand(shape, dtype, seed=0):
   """Small values of `dtype`: floats in [-2, 2], integers in [-5, 5] ([0, 5] unsigned)."""

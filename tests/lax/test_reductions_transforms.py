@@ -6,8 +6,6 @@ Inputs for max/min have no ties (finite differences are meaningless there); ties
 products and the integer-valued reductions are tested separately against exact oracles."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 import pytest
 
@@ -15,7 +13,7 @@ import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
 from jaxon._src import dtypes
-from tests.transform_util import check_transforms, check_vmap
+from tests.transform_util import Case, check_transforms, check_vmap
 from tests.util import rand_distinct as rand
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -52,17 +50,6 @@ def _window(op, init, *case):
 
 def _general(computation, init, axes):
   return lambda x: lax.reduce(x, np.array(init, x.dtype), computation, axes)
-
-
-class Case(NamedTuple):
-  """`fun` of float arrays of `shapes`, checked in float32 (and float64 if `f64`)."""
-  name: str
-  fun: Any
-  shapes: tuple
-  f64: bool = False
-
-  def __repr__(self) -> str:
-    return self.name
 
 
 _mul = lambda a, b: a * b  # noqa: E731  (not lax.mul: a general computation)

@@ -12,11 +12,7 @@ from hypothesis import strategies as st
 
 import jaxon
 import jaxon.numpy as jnp
-from tests.util import check
-
-F16, F32, F64 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)
-BF16 = np.dtype(jnp.bfloat16)
-I32, I64, U8, BOOL = np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8), np.dtype(bool)
+from tests.util import BF16, BOOL, F16, F32, F64, I32, I64, U8, check
 
 
 def rand(shape, dtype, seed=0):

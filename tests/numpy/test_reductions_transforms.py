@@ -4,15 +4,13 @@ stable logsumexp, softmax-style normalisation), with axis and keepdims: the gene
 unmapped arguments, jit of the transformations) on top of the lax rules."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
-
 import numpy as np
 import pytest
 
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
-from tests.transform_util import check_transforms, check_vmap
+from tests.transform_util import Case, check_transforms, check_vmap
 from tests.util import rand_distinct as rand
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
@@ -24,17 +22,6 @@ def logsumexp(x, axis=None, keepdims=False):
   top = lax.stop_gradient(jnp.max(x, axis=axis, keepdims=True))
   out = jnp.log(jnp.sum(jnp.exp(x - top), axis=axis, keepdims=True)) + top
   return out if keepdims else jnp.squeeze(out, axis=axis)
-
-
-class Case(NamedTuple):
-  """`fun` of float arrays of `shapes`, checked in float32 (and float64 if `f64`)."""
-  name: str
-  fun: Any
-  shapes: tuple
-  f64: bool = False
-
-  def __repr__(self) -> str:
-    return self.name
 
 
 CASES = [
