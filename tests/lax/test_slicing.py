@@ -407,10 +407,10 @@ def test_scatter_errors(shape, indices, updates, dn, match):
 
 
 def test_gather_fill_nan_reuses_compiled_program():
-  from jaxon._src.xla import executable
+  from jaxon._src.xla import deferred
   dn = GATHER_CASES["rows"][2]
   x, i = jnp.zeros((5, 3)), jnp.zeros((2, 1), jnp.int32)
   lax.gather(x, i, dn, (1, 3), mode="fill")
-  cached = len(executable._primitive_cache)
+  cached = len(deferred._signatures)
   lax.gather(x, i, dn, (1, 3), mode="fill")
-  assert len(executable._primitive_cache) == cached, "NaN fill_value missed the cache"
+  assert len(deferred._signatures) == cached, "NaN fill_value missed the cache"

@@ -42,8 +42,9 @@ _MAX_TRACKED = 4096
 
 
 class _Signature:
-  """One (primitive, params, input avals): its output avals, checked once, and a small
-  integer standing for it in batch keys (hashing ints is cheaper than hashing avals)."""
+  """One (primitive, params, input avals): its output avals, checked once, a small integer
+  standing for it in batch keys (hashing ints is cheaper than hashing avals), and its
+  one-primitive program. `_signatures` is the one cache of eager primitives."""
 
   __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "_executable")
 
@@ -57,8 +58,8 @@ class _Signature:
   def executable(self) -> executable.Executable:
     """The one-primitive program, compiled on first use."""
     if self._executable is None:
-      self._executable = executable.executable_for_signature(self.prim, self.in_avals,
-                                                             self.params)
+      self._executable = executable.compile_primitive(self.prim, self.in_avals,
+                                                      self.out_avals, self.params)
     return self._executable
 
 

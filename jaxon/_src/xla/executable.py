@@ -1,7 +1,7 @@
-"""Compiling jaxprs with XLA and calling the executables; eager primitive dispatch.
+"""Compiling jaxprs with XLA and calling the executables.
 
-Eager evaluation compiles each (primitive, params, input avals) once into a one-equation
-program and reuses it; `jit` compiles a whole jaxpr the same way.
+`jit` compiles a whole jaxpr; eager dispatch (`deferred.py`) compiles one-primitive
+programs and batches of eager operations through the same `Executable`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ import numpy as np
 from jaxlib import _jax, xla_client
 
 from jaxon._src import core, dtypes
-from jaxon._src.config import config
 from jaxon._src.core import Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxon._src.interpreters import mlir
 from jaxon._src.xla import client
@@ -100,72 +99,46 @@ def mlir_module_bytes(module: Any) -> bytes:
   return module.operation.get_asm(binary=True, enable_debug_info=False)
 
 
-# `map` with these runs in C: a Python-level loop or comprehension costs several times more
-# than the rest of an eager op's bookkeeping. Only Arrays have `_buf`.
+# `map` with this runs in C: a Python-level loop or comprehension costs several times more
+# than the rest of a call's bookkeeping. Only Arrays have `_buf`.
 _buffer_of = operator.attrgetter("_buf")
-_aval_of = operator.attrgetter("aval")
 
 
 def to_buffer(x: Any, aval: ShapedArray) -> _jax.ArrayImpl:
-  """The device buffer behind an argument, placing NumPy values and Python scalars
-  (scalars through the cache of constants: eager code passes the same ones again and
-  again)."""
+  """The device buffer behind an argument of type `aval` (see `as_array`)."""
   if type(x) is Array:
     return x._buf
-  if isinstance(x, core.Tracer):
-    raise _escaped_tracer_error(x)
-  if aval.dtype == dtypes.float0:
-    return device_put_numpy(np.zeros(aval.shape, np.bool_))._buf
-  if not aval.shape:
-    return scalar_constant(x, aval.dtype, aval.weak_type)._buf
-  return device_put_numpy(np.asarray(x), aval.dtype, aval.weak_type)._buf
+  if aval.dtype == dtypes.float0:  # no data: carried as booleans (see `mlir.ir_constant`)
+    x, aval = np.zeros(aval.shape, np.bool_), _device_aval(aval)
+  return as_array(x, aval)._buf
 
 
 # ----------------------------------------------------------------------------- eager ops
-
-_primitive_cache: dict[tuple, Executable] = {}
-# Each parameterless primitive's last (input avals, executable). Eager code repeats the
-# same ops on the same types, and comparing avals (interned: by identity) is much cheaper
-# than hashing them, which runs Python code.
-_last_executable: dict[core.Primitive, tuple[tuple[ShapedArray, ...], Executable]] = {}
-
 
 def _escaped_tracer_error(x: core.Tracer) -> Exception:
   return core.UnexpectedTracerError(
       f"The tracer {x} reached eager evaluation outside of its transformation.")
 
 
-def as_array(x: Any) -> Array:
-  """An eager operand as an Array: NumPy values are copied to the device now (they are
-  mutable, and the operation may run later), Python scalars come from the constants cache."""
+def as_array(x: Any, aval: ShapedArray | None = None) -> Array:
+  """A NumPy value or Python scalar as an Array (of type `aval`, default its own): NumPy
+  values are copied to the device now (they are mutable, and an eager operation may run
+  later); scalars come from the cache of constants, since eager code passes the same ones
+  again and again."""
   if isinstance(x, core.Tracer):
     raise _escaped_tracer_error(x)
-  aval = core.get_aval(x)
+  if aval is None:
+    aval = core.get_aval(x)
   if not aval.shape:
     return scalar_constant(x, aval.dtype, aval.weak_type)
   return device_put_numpy(np.asarray(x), aval.dtype, aval.weak_type)
 
 
-def executable_for_signature(prim: core.Primitive, avals: tuple[ShapedArray, ...],
-                             params: dict) -> Executable:
-  """The one-equation program of `prim`, compiled once per (params, input avals)."""
-  last = _last_executable.get(prim) if not params else None
-  if last is not None and last[0] == avals:
-    return last[1]
-  key = (prim, tuple(params.items()), avals)
-  exe = _primitive_cache.get(key)
-  if exe is None:
-    exe = _primitive_cache[key] = _compile_primitive(prim, avals, params)
-  if not params:
-    _last_executable[prim] = (avals, exe)
-  return exe
-
-
-def _compile_primitive(prim: core.Primitive, avals: tuple[ShapedArray, ...],
-                       params: dict) -> Executable:
-  invars = [Var(a) for a in avals]
-  out = prim.abstract_eval(*avals, **params)
-  outvars = [Var(a) for a in (out if prim.multiple_results else [out])]
+def compile_primitive(prim: core.Primitive, in_avals: Sequence[ShapedArray],
+                      out_avals: Sequence[ShapedArray], params: dict) -> Executable:
+  """The one-equation program of `prim` (eager dispatch caches it per signature)."""
+  invars = [Var(a) for a in in_avals]
+  outvars = [Var(a) for a in out_avals]
   jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
   return Executable(jaxpr, [], prim.name, eager=True)
 
@@ -197,11 +170,3 @@ def device_put(x: Any, dtype: Any = None) -> Array:
     dtype = dtypes.canonicalize_dtype(dtypes.dtype(x))
   return device_put_numpy(host, dtype, weak_type=weak)
 
-
-def _clear_caches(name: str, value: Any) -> None:
-  if name == "jax_enable_x64":
-    _primitive_cache.clear()
-    _last_executable.clear()
-
-
-config.on_update(_clear_caches)
