@@ -14,6 +14,7 @@ partial evaluation into a linear jaxpr and its transposition (seed 000's mechani
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -21,8 +22,8 @@ import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes, tree_util
-from jaxon._src.core import Literal, ShapedArray, Var
-from jaxon._src.interpreters import batching, mlir
+from jaxon._src.core import ClosedJaxpr, Literal, ShapedArray, Var
+from jaxon._src.interpreters import batching, mlir, structural
 from jaxon._src.interpreters import partial_eval as pe
 
 primitive_jvps: dict[core.Primitive, Callable] = {}
@@ -52,8 +53,7 @@ def zeros_like_aval(aval: ShapedArray) -> Any:
   """A materialised zero of `aval` (float0 zeros are NumPy arrays: they carry no data)."""
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
-  from jaxon._src.lax import lax  # lax sits above the interpreters
-  return lax.full(aval.shape, 0, aval.dtype)
+  return structural.full(aval.shape, 0, aval.dtype)
 
 
 def instantiate_zeros(t: Any) -> Any:
@@ -138,6 +138,36 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
   return [p for p, _ in pairs], [t for _, t in pairs]
 
 
+# Rules for primitives that carry jaxprs transform the jaxpr once per (jaxpr, configuration):
+# the caches matter, since a new jaxpr object would mean a new compilation on every call.
+
+
+@functools.lru_cache(maxsize=4096)
+def jvp_jaxpr(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...],
+              instantiate: tuple[bool, ...] | bool = False
+              ) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
+  """The JVP of `jaxpr`: takes the primals and the nonzero tangents; returns the primal
+  outputs and the nonzero output tangents, and which outputs those are. Output tangents
+  marked in `instantiate` are materialised even when they are symbolically zero."""
+  in_avals = jaxpr.in_avals
+  tangent_avals = [a.to_tangent_aval() for a, nz in zip(in_avals, nonzeros) if nz]
+  if isinstance(instantiate, bool):
+    instantiate = (instantiate,) * len(jaxpr.out_avals)
+  out_nonzeros: list[bool] = []
+
+  def jvp_fun(*args: Any) -> list[Any]:
+    primals, nonzero_tangents = args[:len(in_avals)], iter(args[len(in_avals):])
+    tangents = [next(nonzero_tangents) if nz else Zero(a.to_tangent_aval())
+                for a, nz in zip(in_avals, nonzeros)]
+    primal_outs, tangent_outs = jvp_flat(core.jaxpr_as_fun(jaxpr), primals, tangents)
+    tangent_outs = [instantiate_zeros(t) if inst else t
+                    for t, inst in zip(tangent_outs, instantiate)]
+    out_nonzeros.extend(type(t) is not Zero for t in tangent_outs)
+    return primal_outs + [t for t in tangent_outs if type(t) is not Zero]
+  return (pe.trace_to_closed_jaxpr(jvp_fun, list(in_avals) + tangent_avals),
+          tuple(out_nonzeros))
+
+
 # ----------------------------------------------------------------------------- linearize
 
 
@@ -150,9 +180,8 @@ class LinearizeTrace(pe.DynamicJaxprTrace):
     unknowns = [self.is_own(x) for x in args]
     if not any(unknowns):
       return primitive.bind_with_trace(self.parent, args, params)
-    rule = pe.custom_partial_eval_rules.get(primitive)
-    if rule is not None:
-      return rule(self, args, unknowns, **params)
+    if primitive in pe.partial_eval_jaxpr_custom_rules:
+      return pe.partial_eval_with_rule(self, primitive, args, unknowns, params)
     return self.stage(primitive, args, params)
 
 
@@ -237,6 +266,25 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], primals: Sequence[An
   return [ct_env.get(v, Zero(v.aval.to_tangent_aval())) for v in jaxpr.invars]
 
 
+@functools.lru_cache(maxsize=4096)
+def transpose_jaxpr(jaxpr: ClosedJaxpr, undefined: tuple[bool, ...],
+                    ct_nonzeros: tuple[bool, ...]) -> ClosedJaxpr:
+  """The transpose of `jaxpr` in its undefined (linear) inputs: takes the defined inputs
+  and the nonzero output cotangents; returns the linear inputs' cotangents."""
+  in_avals, out_avals = jaxpr.in_avals, jaxpr.out_avals
+  defined_avals = [a for a, u in zip(in_avals, undefined) if not u]
+  ct_avals = [a.to_tangent_aval() for a, nz in zip(out_avals, ct_nonzeros) if nz]
+
+  def transposed(*args: Any) -> list[Any]:
+    defined, nonzero_cts = iter(args[:len(defined_avals)]), iter(args[len(defined_avals):])
+    primals = [UndefinedPrimal(a) if u else next(defined) for a, u in zip(in_avals, undefined)]
+    cts = [next(nonzero_cts) if nz else Zero(a.to_tangent_aval())
+           for a, nz in zip(out_avals, ct_nonzeros)]
+    cts_in = backward_pass(jaxpr.jaxpr, jaxpr.consts, primals, cts)
+    return [instantiate_zeros(ct) for ct, u in zip(cts_in, undefined) if u]
+  return pe.trace_to_closed_jaxpr(transposed, defined_avals + ct_avals)
+
+
 # ----------------------------------------------------------------------------- add_any
 
 
@@ -245,8 +293,7 @@ def _add_any_abstract_eval(x: ShapedArray, y: ShapedArray) -> ShapedArray:
 
 
 def _add_any_impl(x: Any, y: Any) -> Any:
-  from jaxon._src.lax import lax
-  return lax.add(x, y)
+  return structural.add(x, y)
 
 
 def _add_any_transpose(ct: Any, x: Any, y: Any) -> list[Any]:

@@ -7,11 +7,14 @@ and its batch dimension; rules move batch dimensions only when they must.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
 
 from jaxon._src import core
-from jaxon._src.core import ShapedArray
+from jaxon._src.core import ClosedJaxpr, ShapedArray
+from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.interpreters import structural
 
 not_mapped = None
 
@@ -96,6 +99,33 @@ def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
   return [v for v, _ in infos], [d for _, d in infos]
 
 
+@functools.lru_cache(maxsize=4096)
+def batch_jaxpr(jaxpr: ClosedJaxpr, axis_data: AxisData, in_dims: tuple[int | None, ...],
+                out_dims: tuple[int | None, ...] | None = None
+                ) -> tuple[ClosedJaxpr, tuple[int | None, ...]]:
+  """`jaxpr` over inputs mapped along `in_dims`; returns it and its outputs' batch dims.
+
+  With `out_dims`, each output whose entry is an int comes out mapped along it (broadcast
+  if it was not mapped); outputs whose entry is None keep what batching gave them. Loops
+  need this: a carry batched on one iteration must be batched on all of them.
+  """
+  in_avals = [a if d is not_mapped else
+              a.update(shape=a.shape[:d] + (axis_data.size,) + a.shape[d:])
+              for a, d in zip(jaxpr.in_avals, in_dims)]
+  dims_store: list[int | None] = []
+
+  def batched(*args: Any) -> list[Any]:
+    outs, dims = batch_flat(core.jaxpr_as_fun(jaxpr), args, in_dims, axis_data.size,
+                            axis_data.name)
+    if out_dims is not None:
+      outs = [o if want is None else moveaxis(bdim_at_front(o, d, axis_data.size), 0, want)
+              for o, d, want in zip(outs, dims, out_dims)]
+      dims = [d if want is None else want for d, want in zip(dims, out_dims)]
+    dims_store.extend(dims)
+    return outs
+  return pe.trace_to_closed_jaxpr(batched, in_avals), tuple(dims_store)
+
+
 # ----------------------------------------------------------------------------- rule helpers
 
 
@@ -104,17 +134,16 @@ def moveaxis(x: Any, src: int, dst: int) -> Any:
   src, dst = src % ndim, dst % ndim
   if src == dst:
     return x
-  from jaxon._src.lax import shape_ops  # lax sits above the interpreters
   perm = [i for i in range(ndim) if i != src]
   perm.insert(dst, src)
-  return shape_ops.transpose(x, tuple(perm))
+  return structural.transpose(x, tuple(perm))
 
 
 def bdim_at_front(x: Any, bdim: int | None, size: int) -> Any:
   """`x` with its batch dimension first (broadcast to `size` if it is not mapped)."""
   if bdim is not_mapped:
-    from jaxon._src.lax import lax
-    return lax.broadcast(x, (size,))
+    return structural.broadcast_in_dim(x, (size, *core.get_aval(x).shape),
+                                       range(1, core.get_aval(x).ndim + 1))
   return moveaxis(x, bdim, 0)
 
 
@@ -147,11 +176,10 @@ def broadcast_batcher(primitive: core.Primitive) -> Callable:
 
 
 def _insert_unit_dim(x: Any, dim: int) -> Any:
-  from jaxon._src.lax import lax
   shape = list(core.get_aval(x).shape)
   out_dims = [i for i in range(len(shape) + 1) if i != dim]
   shape.insert(dim, 1)
-  return lax.broadcast_in_dim(x, tuple(shape), out_dims)
+  return structural.broadcast_in_dim(x, tuple(shape), out_dims)
 
 
 def _batch_at_front(x: Any, d: int | None, rank: int, out_rank: int) -> Any:
@@ -161,9 +189,8 @@ def _batch_at_front(x: Any, d: int | None, rank: int, out_rank: int) -> Any:
   x = moveaxis(x, d, 0)
   if rank == out_rank:
     return x
-  from jaxon._src.lax import lax
   size = core.get_aval(x).shape[0]
-  return lax.broadcast_in_dim(x, (size,) + (1,) * out_rank, (0,))
+  return structural.broadcast_in_dim(x, (size,) + (1,) * out_rank, (0,))
 
 
 def defvectorized(primitive: core.Primitive) -> None:

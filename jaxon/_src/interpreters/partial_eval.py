@@ -145,24 +145,25 @@ def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 
 # ----------------------------------------------------------------------------- partial eval
 
-# Rules for primitives that carry a jaxpr: `rule(trace, args, unknowns, **params)` evaluates
-# the part of the primitive that depends only on known inputs and stages the rest.
-custom_partial_eval_rules: dict[core.Primitive, Callable] = {}
-
-# The same split for an equation inside a jaxpr being split:
-# `rule(eqn, unknowns) -> (known_eqn, unknown_eqn, out_unknowns)`, where the unknown equation
-# reads the known one's extra outputs (its residuals).
+# Rules for primitives that carry jaxprs (pjit, control flow), splitting one equation whose
+# inputs are partly unknown: `rule(eqn, unknowns) -> (known_eqn, unknown_eqn, out_unknowns)`.
+# The known equation computes what the known inputs determine and returns residuals as
+# extra outputs (it is None when there is nothing to compute); the unknown equation reads
+# them. `partial_eval_jaxpr` uses the rules inside jaxprs, and linearization uses them on
+# the equations it stages (`partial_eval_with_rule`).
 partial_eval_jaxpr_custom_rules: dict[core.Primitive, Callable] = {}
 
 
-def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool]
+def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool],
+                       instantiate: bool | Sequence[bool] = False
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
   """Splits `jaxpr` into the equations computable from its known inputs and the rest.
 
   Returns (known, unknown, out_unknowns, num_residuals): `known` takes the known inputs and
   returns the known outputs followed by the residuals (known values the unknown equations
   read); `unknown` takes the residuals followed by the unknown inputs and returns the
-  unknown outputs.
+  unknown outputs. Outputs marked in `instantiate` are unknown even when the known inputs
+  determine them (the unknown jaxpr returns them from residuals).
   """
   inner = jaxpr.jaxpr
   unknown_vars = {v for v, u in zip(inner.invars, unknowns) if u}
@@ -175,21 +176,47 @@ def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool]
       known_eqns.append(eqn)
     elif rule is not None:
       known_eqn, unknown_eqn, out_unknowns = rule(eqn, eqn_unknowns)
-      known_eqns.append(known_eqn)
+      if known_eqn is not None:
+        known_eqns.append(known_eqn)
       unknown_eqns.append(unknown_eqn)
       unknown_vars.update(v for v, u in zip(eqn.outvars, out_unknowns) if u)
     else:
       unknown_vars.update(eqn.outvars)
       unknown_eqns.append(eqn)
+  if isinstance(instantiate, bool):
+    instantiate = [instantiate] * len(inner.outvars)
+  out_unknowns = [is_unknown(v) or inst for v, inst in zip(inner.outvars, instantiate)]
+  unknown_outs = [v for v, u in zip(inner.outvars, out_unknowns) if u]
   residuals = list(dict.fromkeys(
-      a for eqn in unknown_eqns for a in eqn.invars
-      if type(a) is not Literal and a not in unknown_vars))
-  out_unknowns = [is_unknown(v) for v in inner.outvars]
+      [a for eqn in unknown_eqns for a in eqn.invars
+       if type(a) is not Literal and a not in unknown_vars]
+      + [a for a in unknown_outs if type(a) is not Literal and a not in unknown_vars]))
   known_invars = [v for v, u in zip(inner.invars, unknowns) if not u]
   known_outs = [v for v, u in zip(inner.outvars, out_unknowns) if not u]
   known = Jaxpr(inner.constvars, known_invars, known_outs + residuals, known_eqns)
   unknown_invars = [v for v, u in zip(inner.invars, unknowns) if u]
-  unknown_outs = [v for v, u in zip(inner.outvars, out_unknowns) if u]
   unknown = Jaxpr([], residuals + unknown_invars, unknown_outs, unknown_eqns)
   return (ClosedJaxpr(known, jaxpr.consts), ClosedJaxpr(unknown, []), out_unknowns,
           len(residuals))
+
+
+def partial_eval_with_rule(trace: DynamicJaxprTrace, primitive: core.Primitive,
+                           args: Sequence[Any], unknowns: Sequence[bool], params: dict
+                           ) -> list[Any]:
+  """Applies `primitive`'s equation rule to values: runs the known equation now (through
+  the trace's parent) and stages the unknown one, fed by the residuals."""
+  out_avals = primitive.abstract_eval(*[core.get_aval(x) for x in args], **params)
+  eqn = JaxprEqn([Var(core.get_aval(x)) for x in args], [Var(a) for a in out_avals],
+                 primitive, params)
+  known_eqn, unknown_eqn, _ = partial_eval_jaxpr_custom_rules[primitive](eqn, unknowns)
+  env: dict[Var, Any] = dict(zip(eqn.invars, args))
+  read = lambda a: a.val if type(a) is Literal else env[a]  # noqa: E731
+  if known_eqn is not None and known_eqn.outvars:
+    outs = known_eqn.primitive.bind_with_trace(trace.parent, [read(a) for a in
+                                                              known_eqn.invars],
+                                               known_eqn.params)
+    env.update(zip(known_eqn.outvars, outs))
+  outs = trace.stage(unknown_eqn.primitive, [read(a) for a in unknown_eqn.invars],
+                     unknown_eqn.params)
+  env.update(zip(unknown_eqn.outvars, outs))
+  return [env[v] for v in eqn.outvars]

@@ -25,7 +25,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.interpreters import ad, batching, mlir, structural
 from jaxon._src.lax import lax, reductions, utils
 from jaxon._src.xla.array import Array
 
@@ -450,3 +450,8 @@ def _pad_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
 
 ad.deflinear(pad_p, _pad_transpose)
 batching.primitive_batchers[pad_p] = _pad_batch_rule
+
+
+# The interpreters (one layer down) build zeros, broadcasts, transposes and sums with these.
+structural.install(full_fn=lax.full, broadcast_in_dim_fn=lax.broadcast_in_dim,
+                   transpose_fn=transpose, add_fn=lax.add)
