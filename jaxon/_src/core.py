@@ -314,6 +314,11 @@ class Tracer:
     return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
 
 
+def concrete_or_none(value: Any) -> Any:
+  """The concrete value of `value` (itself unless it is a tracer), or None if unknown."""
+  return value.to_concrete_value() if isinstance(value, Tracer) else value
+
+
 def concrete_or_error(force: Callable[[Any], Any] | None, value: Any, context: str = "") -> Any:
   """`force(value)` if `value` is concrete; a ConcretizationTypeError naming `context` if not."""
   force = force or (lambda x: x)

@@ -152,6 +152,23 @@ from jaxon._src.lax.lax import (
     zeros_like_array as zeros_like_array,
 )
 
+# --- control flow (jaxon/_src/lax/control_flow/)
+from jaxon._src.lax.control_flow.conditionals import (
+    cond as cond,
+    cond_p as cond_p,
+    switch as switch,
+)
+from jaxon._src.lax.control_flow.loops import (
+    associative_scan as associative_scan,
+    fori_loop as fori_loop,
+    map as map,
+)
+from jaxon._src.lax.control_flow.scan import scan as scan, scan_p as scan_p
+from jaxon._src.lax.control_flow.while_loop import (
+    while_loop as while_loop,
+    while_p as while_p,
+)
+
 # --- stop_gradient (interpreters/ad.py, beside add_any)
 from jaxon._src.interpreters.ad import stop_gradient as stop_gradient
 

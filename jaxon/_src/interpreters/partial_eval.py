@@ -148,9 +148,9 @@ def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 # Rules for primitives that carry jaxprs (pjit, control flow), splitting one equation whose
 # inputs are partly unknown: `rule(eqn, unknowns) -> (known_eqn, unknown_eqn, out_unknowns)`.
 # The known equation computes what the known inputs determine and returns residuals as
-# extra outputs (it is None when there is nothing to compute); the unknown equation reads
-# them. `partial_eval_jaxpr` uses the rules inside jaxprs, and linearization uses them on
-# the equations it stages (`partial_eval_with_rule`).
+# extra outputs (None when there is nothing to compute); the unknown equation reads them
+# (None when no output is unknown). `partial_eval_jaxpr` uses the rules inside jaxprs, and
+# linearization uses them on the equations it stages (`partial_eval_with_rule`).
 partial_eval_jaxpr_custom_rules: dict[core.Primitive, Callable] = {}
 
 
@@ -178,7 +178,8 @@ def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool],
       known_eqn, unknown_eqn, out_unknowns = rule(eqn, eqn_unknowns)
       if known_eqn is not None:
         known_eqns.append(known_eqn)
-      unknown_eqns.append(unknown_eqn)
+      if unknown_eqn is not None:
+        unknown_eqns.append(unknown_eqn)
       unknown_vars.update(v for v, u in zip(eqn.outvars, out_unknowns) if u)
     else:
       unknown_vars.update(eqn.outvars)
@@ -216,7 +217,23 @@ def partial_eval_with_rule(trace: DynamicJaxprTrace, primitive: core.Primitive,
                                                               known_eqn.invars],
                                                known_eqn.params)
     env.update(zip(known_eqn.outvars, outs))
-  outs = trace.stage(unknown_eqn.primitive, [read(a) for a in unknown_eqn.invars],
-                     unknown_eqn.params)
-  env.update(zip(unknown_eqn.outvars, outs))
+  if unknown_eqn is not None:
+    outs = trace.stage(unknown_eqn.primitive, [read(a) for a in unknown_eqn.invars],
+                       unknown_eqn.params)
+    env.update(zip(unknown_eqn.outvars, outs))
   return [env[v] for v in eqn.outvars]
+
+
+def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
+  """`jaxpr` returning only the outputs marked in `used_outputs`, without the equations
+  nothing then reads. Keeps every input; returns which of them are still read."""
+  outvars = [v for v, used in zip(jaxpr.outvars, used_outputs) if used]
+  live = {v for v in outvars if type(v) is not Literal}
+  eqns = []
+  for eqn in reversed(jaxpr.eqns):
+    if any(v in live for v in eqn.outvars):
+      eqns.append(eqn)
+      live.update(a for a in eqn.invars if type(a) is not Literal)
+  eqns.reverse()
+  used_inputs = [v in live for v in jaxpr.invars]
+  return Jaxpr(jaxpr.constvars, jaxpr.invars, outvars, eqns), used_inputs

@@ -634,8 +634,27 @@ def _pow_jvp_base(g: Any, x: Any, y: Any) -> Any:
   return mul(g, select(is_zero, full_like(jac, 0), jac))
 
 
-ad.deflinear(add_p, lambda ct, x, y: [_unbroadcast(x, ct), _unbroadcast(y, ct)])
-ad.deflinear(sub_p, lambda ct, x, y: [_unbroadcast(x, ct), _unbroadcast(y, neg(ct))])
+
+
+def _add_sub_jvp(op: Callable[[Any, Any], Any], neg_y: Callable[[Any], Any]) -> Callable:
+  """`x ± y` is linear: the tangent is `ẋ ± ẏ`, and a symbolically zero tangent is skipped
+  (never materialised as zeros, which a loop body would then carry as a residual)."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+    (x, y), (tx, ty) = primals, tangents
+    out = op(x, y)
+    if type(ty) is ad.Zero:
+      return out, _broadcast_like(tx, x, y)
+    if type(tx) is ad.Zero:
+      return out, _broadcast_like(neg_y(ty), x, y)
+    return out, op(tx, ty)
+  return jvp
+
+
+ad.primitive_jvps[add_p] = _add_sub_jvp(lambda x, y: add_p.bind(x, y), lambda t: t)
+ad.primitive_jvps[sub_p] = _add_sub_jvp(lambda x, y: sub_p.bind(x, y), neg)
+ad.primitive_transposes[add_p] = lambda ct, x, y: [_unbroadcast(x, ct), _unbroadcast(y, ct)]
+ad.primitive_transposes[sub_p] = lambda ct, x, y: [_unbroadcast(x, ct),
+                                                   _unbroadcast(y, neg(ct))]
 ad.deflinear(complex_p, lambda ct, x, y: [_unbroadcast(x, real(ct)),
                                           _unbroadcast(y, neg(imag(ct)))])
 ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
@@ -1238,7 +1257,8 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
                     f"{np.shape(fill_value)}.")
   weak = dtype is None and dtypes.is_weakly_typed(fill_value)
   dtype = dtypes.canonicalize_dtype(dtype or dtypes.dtype(fill_value, canonicalize=True))
-  return broadcast(_convert_element_type(fill_value, dtype, weak), shape)
+  value = _convert_element_type(fill_value, dtype, weak)
+  return broadcast(value, shape) if shape else value
 
 
 def zeros_like_array(x: Any) -> Any:
