@@ -30,6 +30,13 @@ from jaxon._src.api import (
     vjp as vjp,
     vmap as vmap,
 )
+from jaxon._src.lax.control_flow.remat import (
+    checkpoint as checkpoint,
+    checkpoint_policies as checkpoint_policies,
+    named_call as named_call,
+    named_scope as named_scope,
+    remat as remat,
+)
 from jaxon._src.tree_util import (
     tree_flatten as tree_flatten,
     tree_leaves as tree_leaves,
@@ -54,5 +61,6 @@ from jaxon import test_util as test_util
 from jaxon import scipy as scipy
 from jaxon import nn as nn
 from jaxon import random as random
+from jaxon import ad_checkpoint as ad_checkpoint
 
 __version__ = "0.1.0"

@@ -1,0 +1,7 @@
+"""jaxon.ad_checkpoint: rematerialization (`checkpoint`), its policies and names."""
+from jaxon._src.lax.control_flow.remat import (
+    checkpoint as checkpoint,
+    checkpoint_name as checkpoint_name,
+    checkpoint_policies as checkpoint_policies,
+    remat as remat,
+)
