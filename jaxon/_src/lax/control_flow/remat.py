@@ -202,8 +202,9 @@ def _closed(jaxpr: Jaxpr) -> ClosedJaxpr:
 
 def _remat_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
                         ) -> tuple[JaxprEqn | None, JaxprEqn, list[bool]]:
-  """The known equations run now, in a `remat2` of their own; the unknown part becomes a `remat2` that recomputes every known value it needs, except
-  the primitive's inputs and what the policy saves, which it takes as residuals."""
+  """The known equations run now, in a `remat2` of their own; the unknown part becomes a
+  `remat2` that recomputes every known value it needs, except the primitive's inputs and
+  what the policy saves, which it takes as residuals."""
   p = eqn.params
   jaxpr = p["jaxpr"]
   known, staged, out_unknowns, residuals = _split_saving(jaxpr, tuple(unknowns), p["policy"])
