@@ -20,7 +20,6 @@ from jaxon._src.config import config
 from jaxon._src.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
-from jaxon._src.lax import reductions
 from jaxon._src.lax.control_flow import common
 from jaxon._src.xla import deferred
 
@@ -99,21 +98,52 @@ def _while_abstract_eval(*avals: ShapedArray, cond_nconsts: int, cond_jaxpr: Clo
 def _while_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, cond_nconsts: int,
                     cond_jaxpr: ClosedJaxpr, body_nconsts: int, body_jaxpr: ClosedJaxpr
                     ) -> list[ir.Value]:
-  """A `stablehlo.while` whose loop state carries the consts along with the carry."""
+  """A `stablehlo.while` whose loop state carries the consts along with the carry. A
+  batched predicate (one per example, from `vmap`) keeps the loop going while any example
+  runs, and the body leaves the carries of finished examples as they are."""
   types = [mlir.aval_to_ir_type(a) for a in ctx.avals_in]
   loop = hlo.WhileOp(types, list(args))
   module = ctx.module_context
+  pred_aval = cond_jaxpr.out_avals[0]
   cond_block = loop.regions[0].blocks.append(*types)
   with ir.InsertionPoint(cond_block):
     cond_consts, _, carry = _split(list(cond_block.arguments), cond_nconsts, body_nconsts)
-    hlo.return_(mlir.closed_jaxpr_subcomp(module, cond_jaxpr, cond_consts + carry))
+    (pred,) = mlir.closed_jaxpr_subcomp(module, cond_jaxpr, cond_consts + carry)
+    if pred_aval.shape:
+      pred = _any(pred, pred_aval)
+    hlo.return_([pred])
   body_block = loop.regions[1].blocks.append(*types)
   with ir.InsertionPoint(body_block):
     cond_consts, body_consts, carry = _split(list(body_block.arguments), cond_nconsts,
                                              body_nconsts)
     new_carry = mlir.closed_jaxpr_subcomp(module, body_jaxpr, body_consts + carry)
+    if pred_aval.shape:
+      (running,) = mlir.closed_jaxpr_subcomp(module, cond_jaxpr, cond_consts + carry)
+      new_carry = [_select_running(running, pred_aval, new, old, aval)
+                   for new, old, aval in zip(new_carry, carry, body_jaxpr.out_avals)]
     hlo.return_(cond_consts + body_consts + new_carry)
   return list(loop.results)[cond_nconsts + body_nconsts:]
+
+
+def _any(pred: ir.Value, aval: ShapedArray) -> ir.Value:
+  """`reduce_or` of a boolean array to a scalar."""
+  scalar = mlir.aval_to_ir_type(aval.update(shape=()))
+  reduce = hlo.ReduceOp([scalar], [pred], [mlir.ir_constant(np.bool_(False))],
+                        list(range(len(aval.shape))))
+  block = reduce.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    hlo.return_([hlo.or_(*block.arguments)])
+  return reduce.result
+
+
+def _select_running(running: ir.Value, pred_aval: ShapedArray, new: ir.Value, old: ir.Value,
+                    aval: ShapedArray) -> ir.Value:
+  """`new` where the example's predicate holds, `old` elsewhere (the predicate's shape is
+  the leading dimensions of the carry)."""
+  if aval.shape != pred_aval.shape:
+    running = hlo.broadcast_in_dim(mlir.aval_to_ir_type(pred_aval.update(shape=aval.shape)),
+                                   running, list(range(len(pred_aval.shape))))
+  return hlo.select(running, new, old)
 
 
 def _with_unused_inputs(jaxpr: ClosedJaxpr, avals: Sequence[ShapedArray]) -> ClosedJaxpr:
@@ -212,13 +242,13 @@ def _while_batch(axis_data: batching.AxisData, vals: Sequence[Any],
                  dims: Sequence[int | None], *, cond_nconsts: int, cond_jaxpr: ClosedJaxpr,
                  body_nconsts: int, body_jaxpr: ClosedJaxpr
                  ) -> tuple[list[Any], list[int | None]]:
-  """Batched carries move to axis 0. A per-example predicate makes the loop run until
-  every example is done, each example's carry frozen once its own predicate is false."""
+  """Batched values move their batch axis to 0; a carry batched on one iteration is
+  batched on all (a fixpoint). A batched predicate batches every carry: the loop then
+  runs while any example runs, each example's carry frozen once it is done (the while
+  lowering's batched-predicate form)."""
   size = axis_data.size
-  vals = [x if d is batching.not_mapped else batching.moveaxis(x, d, 0)
-          for x, d in zip(vals, dims)]
-  cond_bat, const_bat, carry_bat = _split([d is not batching.not_mapped for d in dims],
-                                          cond_nconsts, body_nconsts)
+  bat = [d is not batching.not_mapped for d in dims]
+  cond_bat, const_bat, carry_bat = _split(bat, cond_nconsts, body_nconsts)
   dims_of = lambda bats: tuple(0 if b else None for b in bats)  # noqa: E731
   for _ in range(len(carry_bat) + 1):
     _, out_dims = batching.batch_jaxpr(body_jaxpr, axis_data, dims_of(const_bat + carry_bat))
@@ -229,35 +259,19 @@ def _while_batch(axis_data: batching.AxisData, vals: Sequence[Any],
   _, (pred_dim,) = batching.batch_jaxpr(cond_jaxpr, axis_data, dims_of(cond_bat + carry_bat))
   if pred_dim is not None:
     carry_bat = [True] * len(carry_bat)
-  cond_consts, body_consts, init = _split(vals, cond_nconsts, body_nconsts)
-  init = [batching.bdim_at_front(x, 0 if b_in else None, size) if b else x
-          for x, b, b_in in zip(init, carry_bat, _split(dims, cond_nconsts,
-                                                         body_nconsts)[2])]
   body_b, _ = batching.batch_jaxpr(body_jaxpr, axis_data, dims_of(const_bat + carry_bat),
                                    dims_of(carry_bat))
-  cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, dims_of(cond_bat + carry_bat))
-  if pred_dim is None:
-    outs = while_p.bind(*cond_consts, *body_consts, *init, cond_nconsts=cond_nconsts,
-                        cond_jaxpr=cond_b, body_nconsts=body_nconsts, body_jaxpr=body_b)
-    return outs, list(dims_of(carry_bat))
-  cond_avals = cond_b.in_avals
-
-  def any_running(*args: Any) -> list[Any]:
-    (pred,) = common.closed_call(cond_b, *args)
-    return [reductions.reduce_or(pred, (0,))]
-
-  def masked_body(*args: Any) -> list[Any]:
-    cond_c, body_c, carry = common.split_list(args, [cond_nconsts, body_nconsts])
-    (running,) = common.closed_call(cond_b, *cond_c, *carry)
-    new = common.closed_call(body_b, *body_c, *carry)
-    return [common.select_examples(running, old, x) for old, x in zip(carry, new)]
-  body_avals = cond_avals[:cond_nconsts] + body_b.in_avals
-  outs = while_p.bind(*cond_consts, *cond_consts, *body_consts, *init,
-                      cond_nconsts=cond_nconsts,
-                      cond_jaxpr=pe.trace_to_closed_jaxpr(any_running, cond_avals),
-                      body_nconsts=cond_nconsts + body_nconsts,
-                      body_jaxpr=pe.trace_to_closed_jaxpr(masked_body, body_avals))
-  return outs, [0] * len(outs)
+  cond_b, _ = batching.batch_jaxpr(cond_jaxpr, axis_data, dims_of(cond_bat + carry_bat),
+                                   None if pred_dim is None else (0,))
+  cond_consts, body_consts, init = _split(vals, cond_nconsts, body_nconsts)
+  _, _, init_dims = _split(dims, cond_nconsts, body_nconsts)
+  consts = [x if d is None else batching.moveaxis(x, d, 0)
+            for x, d in zip(cond_consts + body_consts, dims[:cond_nconsts + body_nconsts])]
+  init = [batching.bdim_at_front(x, d, size) if b else x
+          for x, d, b in zip(init, init_dims, carry_bat)]
+  outs = while_p.bind(*consts, *init, cond_nconsts=cond_nconsts, cond_jaxpr=cond_b,
+                      body_nconsts=body_nconsts, body_jaxpr=body_b)
+  return outs, list(dims_of(carry_bat))
 
 
 while_p.def_impl(functools.partial(deferred.apply_primitive, while_p))
