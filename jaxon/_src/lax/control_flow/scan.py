@@ -138,7 +138,7 @@ def _scan_in_python(f: Callable, init: Any, xs_flat: list, xs_tree: tree_util.Py
 
 
 def _split(args: Sequence[Any], num_consts: int, num_carry: int) -> list[list[Any]]:
-  """(consts, carry, xs) of the operands, or (carry, ys) of the outputs with num_consts=0."""
+  """(consts, carry, xs) of the operands."""
   return common.split_list(args, [num_consts, num_carry])
 
 
@@ -155,7 +155,7 @@ def _scan_abstract_eval(*avals: ShapedArray, reverse: bool, length: int, jaxpr: 
                     f"{common.avals_short(jaxpr.out_avals[:num_carry])}")
   if any(x.shape[:1] != (length,) for x in xs):
     raise TypeError(f"scan of length {length} got xs {common.avals_short(xs)}")
-  carry_out, ys = _split(jaxpr.out_avals, 0, num_carry)[1:]
+  carry_out, ys = common.split_list(jaxpr.out_avals, [num_carry])
   return carry_out + [_stacked(a, length) for a in ys]
 
 
@@ -335,7 +335,7 @@ def _scan_transpose(cts: Sequence[Any], *args: Any, reverse: bool, length: int,
   # whose initial value is a known (zero) constant; it gets no cotangent.
   const_lin = tuple(map(ad.is_undefined_primal, consts))
   xs_lin = tuple(map(ad.is_undefined_primal, xs))
-  ct_carry, ct_ys = _split(cts, 0, num_carry)[1:]
+  ct_carry, ct_ys = common.split_list(cts, [num_carry])
   ys_nz = tuple(type(ct) is not ad.Zero for ct in ct_ys)
   body = _transposed_body(jaxpr, num_consts, num_carry, const_lin, xs_lin, ys_nz)
   res_consts = [c for c, lin in zip(consts, const_lin) if not lin]
