@@ -30,6 +30,12 @@ from jaxon._src.api import (
     vjp as vjp,
     vmap as vmap,
 )
+from jaxon._src.lax.custom_derivatives import (
+    closure_convert as closure_convert,
+    custom_gradient as custom_gradient,
+    custom_jvp as custom_jvp,
+    custom_vjp as custom_vjp,
+)
 from jaxon._src.lax.control_flow.remat import (
     checkpoint as checkpoint,
     checkpoint_policies as checkpoint_policies,
@@ -62,5 +68,6 @@ from jaxon import scipy as scipy
 from jaxon import nn as nn
 from jaxon import random as random
 from jaxon import ad_checkpoint as ad_checkpoint
+from jaxon import custom_derivatives as custom_derivatives
 
 __version__ = "0.1.0"

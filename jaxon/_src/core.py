@@ -190,6 +190,22 @@ class Trace:
     """Called when the transformation that owns this trace returns."""
     self._invalidated = True
 
+  # A function with a custom derivative reaches each trace as a call (seed 002's
+  # final-style `custom_jvp_call`/`custom_vjp_call`): the trace sees the Python callables,
+  # not a jaxpr. `fun(*args)` gives the outputs; `jvp(*primals, *tangents)` the primal
+  # then the tangent outputs; `fwd(*args)` the pair (outputs, residuals); `bwd(residuals,
+  # output cotangents)` the input cotangents. Differentiation uses the rules, everything
+  # else passes through to `fun`.
+
+  def process_custom_jvp_call(self, primitive: Primitive, fun: Callable, jvp: Callable,
+                              args: Sequence[Any], symbolic_zeros: bool) -> list[Any]:
+    raise NotImplementedError(f"{type(self).__name__} does not handle custom_jvp functions")
+
+  def process_custom_vjp_call(self, primitive: Primitive, fun: Callable, fwd: Callable,
+                              bwd: Callable, args: Sequence[Any], symbolic_zeros: bool
+                              ) -> list[Any]:
+    raise NotImplementedError(f"{type(self).__name__} does not handle custom_vjp functions")
+
   def check_not_escaped(self, x: Any) -> None:
     """Raises if `x` is a tracer of a transformation that has already returned."""
     if isinstance(x, Tracer) and x._trace._invalidated:
@@ -212,6 +228,15 @@ class EvalTrace(Trace):
             f"Primitive '{primitive.name}' received the tracer {arg} outside of the "
             "transformation that created it.")
     return primitive.impl(*args, **params)
+
+  def process_custom_jvp_call(self, primitive: Primitive, fun: Callable, jvp: Callable,
+                              args: Sequence[Any], symbolic_zeros: bool) -> list[Any]:
+    return fun(*args)
+
+  def process_custom_vjp_call(self, primitive: Primitive, fun: Callable, fwd: Callable,
+                              bwd: Callable, args: Sequence[Any], symbolic_zeros: bool
+                              ) -> list[Any]:
+    return fun(*args)
 
 
 class _TraceState(threading.local):

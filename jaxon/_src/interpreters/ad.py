@@ -120,6 +120,38 @@ class JVPTrace(core.Trace):
       return [JVPTracer(self, p, t) for p, t in zip(primal_out, tangent_out)]
     return JVPTracer(self, primal_out, tangent_out)
 
+  def process_custom_jvp_call(self, primitive: core.Primitive, fun: Callable, jvp: Callable,
+                              args: Sequence[Any], symbolic_zeros: bool) -> list[Any]:
+    """The custom rule replaces differentiating `fun` (seed 002: jvp(custom_jvp_call(f,
+    f_jvp)) == f_jvp)."""
+    primals, tangents = zip(*map(self.to_primal_tangent, args)) if args else ((), ())
+    with core.set_current_trace(self.parent):
+      if all(type(t) is Zero for t in tangents):
+        return self.parent.process_custom_jvp_call(primitive, fun, jvp, primals,
+                                                   symbolic_zeros)
+      if not symbolic_zeros:
+        tangents = [instantiate_zeros(t) for t in tangents]
+      outs = jvp(*primals, *tangents)
+    n = len(outs) // 2
+    return [JVPTracer(self, p, t) for p, t in zip(outs[:n], outs[n:])]
+
+  def process_custom_vjp_call(self, primitive: core.Primitive, fun: Callable, fwd: Callable,
+                              bwd: Callable, args: Sequence[Any], symbolic_zeros: bool
+                              ) -> list[Any]:
+    """Runs the forward rule now; the output tangents are `custom_lin` of the input
+    tangents, a linear map known only by its transpose, the backward rule."""
+    primals, tangents = zip(*map(self.to_primal_tangent, args)) if args else ((), ())
+    with core.set_current_trace(self.parent):
+      if all(type(t) is Zero for t in tangents):
+        return self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, primals,
+                                                   symbolic_zeros)
+      outs, residuals = fwd(*primals)
+      out_avals = tuple(core.get_aval(o).to_tangent_aval() for o in outs)
+      tangents_out = custom_lin_p.bind(*residuals, *map(instantiate_zeros, tangents),
+                                       num_res=len(residuals), bwd=bwd, out_avals=out_avals,
+                                       symbolic_zeros=symbolic_zeros)
+    return [JVPTracer(self, p, t) for p, t in zip(outs, tangents_out)]
+
 
 def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
              tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
@@ -183,6 +215,22 @@ class LinearizeTrace(pe.DynamicJaxprTrace):
     if primitive in pe.partial_eval_jaxpr_custom_rules:
       return pe.partial_eval_with_rule(self, primitive, args, unknowns, params)
     return self.stage(primitive, args, params)
+
+  def process_custom_jvp_call(self, primitive: core.Primitive, fun: Callable, jvp: Callable,
+                              args: Sequence[Any], symbolic_zeros: bool) -> list[Any]:
+    if not any(map(self.is_own, args)):
+      with core.set_current_trace(self.parent):
+        return self.parent.process_custom_jvp_call(primitive, fun, jvp, args, symbolic_zeros)
+    return super().process_custom_jvp_call(primitive, fun, jvp, args, symbolic_zeros)
+
+  def process_custom_vjp_call(self, primitive: core.Primitive, fun: Callable, fwd: Callable,
+                              bwd: Callable, args: Sequence[Any], symbolic_zeros: bool
+                              ) -> list[Any]:
+    if not any(map(self.is_own, args)):
+      with core.set_current_trace(self.parent):
+        return self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, args,
+                                                   symbolic_zeros)
+    return super().process_custom_vjp_call(primitive, fun, fwd, bwd, args, symbolic_zeros)
 
 
 def linearize_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any]
@@ -342,6 +390,33 @@ def deflinear(primitive: core.Primitive, transpose_rule: Callable) -> None:
     return primal_out, primitive.bind(*tangents, **params)
   primitive_jvps[primitive] = jvp
   primitive_transposes[primitive] = transpose_rule
+
+
+# ----------------------------------------------------------------------------- custom_lin
+
+# The tangent map of a function with a custom VJP: linear in its tangent operands, known
+# only through its transpose, the user's backward rule (seed 002). Its operands are the
+# forward rule's residuals, then the input tangents.
+custom_lin_p = core.Primitive("custom_lin")
+custom_lin_p.multiple_results = True
+custom_lin_p.def_abstract_eval(lambda *avals, out_avals, **_: list(out_avals))
+
+
+def _custom_lin_impl(*args: Any, **params: Any) -> Any:
+  raise TypeError("can't apply forward-mode autodiff (jvp) to a custom_vjp function.")
+
+
+def _custom_lin_transpose(cts: Sequence[Any], *args: Any, num_res: int, bwd: Callable,
+                          out_avals: tuple[ShapedArray, ...], symbolic_zeros: bool
+                          ) -> list[Any]:
+  residuals = args[:num_res]
+  if not symbolic_zeros:
+    cts = [instantiate_zeros(ct) for ct in cts]
+  return [None] * num_res + list(bwd(residuals, cts))
+
+
+custom_lin_p.def_impl(_custom_lin_impl)
+primitive_transposes[custom_lin_p] = _custom_lin_transpose
 
 
 # ----------------------------------------------------------------------------- stop_gradient

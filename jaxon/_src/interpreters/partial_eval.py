@@ -101,6 +101,17 @@ class DynamicJaxprTrace(core.Trace):
     self.eqns.append(JaxprEqn(atoms, [t._var for t in tracers], primitive, params))
     return tracers if primitive.multiple_results else tracers[0]
 
+  def process_custom_jvp_call(self, primitive: core.Primitive, fun: Callable, jvp: Callable,
+                              args: Sequence[Any], symbolic_zeros: bool) -> list[Any]:
+    """Staged as the primitive's initial-style equation (its jaxpr, and its rule traced
+    when needed): how is the custom-derivative primitive's to say (`stage`)."""
+    return primitive.stage(self, (fun, jvp), args, symbolic_zeros)
+
+  def process_custom_vjp_call(self, primitive: core.Primitive, fun: Callable, fwd: Callable,
+                              bwd: Callable, args: Sequence[Any], symbolic_zeros: bool
+                              ) -> list[Any]:
+    return primitive.stage(self, (fun, fwd, bwd), args, symbolic_zeros)
+
   def to_jaxpr(self, outs: Sequence[Any]) -> tuple[Jaxpr, list[Any]]:
     outvars = [self.to_atom(x) for x in outs]
     constvars = [var for var, _ in self.constvars.values()]

@@ -1,5 +1,5 @@
-"""The four array operations the interpreters build values with: a filled array, a
-broadcast, a transpose and an addition.
+"""The array operations the interpreters build values with: a filled array, a broadcast, a
+transpose, an addition and a sum.
 
 They are lax primitives, and lax sits above the interpreters (DESIGN.md's layers), so the
 interpreters cannot import them. Instead lax hands them over once, when it is imported
@@ -23,9 +23,12 @@ broadcast_in_dim: Callable[[Any, Sequence[int], Sequence[int]], Any] = _not_inst
 transpose: Callable[[Any, Sequence[int]], Any] = _not_installed
 # add(x, y) -> array (same shape and dtype)
 add: Callable[[Any, Any], Any] = _not_installed
+# reduce_sum(x, axes) -> array
+reduce_sum: Callable[[Any, Sequence[int]], Any] = _not_installed
 
 
 def install(*, full_fn: Callable, broadcast_in_dim_fn: Callable, transpose_fn: Callable,
-            add_fn: Callable) -> None:
-  global full, broadcast_in_dim, transpose, add
+            add_fn: Callable, reduce_sum_fn: Callable) -> None:
+  global full, broadcast_in_dim, transpose, add, reduce_sum
   full, broadcast_in_dim, transpose, add = full_fn, broadcast_in_dim_fn, transpose_fn, add_fn
+  reduce_sum = reduce_sum_fn

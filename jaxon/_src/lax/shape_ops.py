@@ -454,4 +454,4 @@ batching.primitive_batchers[pad_p] = _pad_batch_rule
 
 # The interpreters (one layer down) build zeros, broadcasts, transposes and sums with these.
 structural.install(full_fn=lax.full, broadcast_in_dim_fn=lax.broadcast_in_dim,
-                   transpose_fn=transpose, add_fn=lax.add)
+                   transpose_fn=transpose, add_fn=lax.add, reduce_sum_fn=reductions.reduce_sum)
