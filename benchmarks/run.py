@@ -40,6 +40,7 @@ class Framework:
   grad: Callable
   vmap: Callable
   hessian: Callable
+  lax: ModuleType
 
 
 class Unsupported(Exception):
@@ -252,18 +253,140 @@ def jit_hessian(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+# ----------------------------------------------------------------------------- control flow
+
+RNN_H, RNN_T, RNN_B, RNN_D = 256, 100, 32, 64
+
+
+@workload("scan_rnn_grad", unit="step", units_per_run=5, repeat=10)
+def scan_rnn_grad(fw: Framework) -> Callable[[], Any]:
+  """jit(grad) of a lax.scan tanh RNN, h = tanh(h @ Wh + x_t @ Wx + b) (H=256, T=100, B=32,
+  D=64; loss = sum of the final h + mean of the ys): steady state of one gradient."""
+  require(fw, "tanh", "dot", "sum", "mean")
+  jnp, rng = fw.jnp, np.random.default_rng(0)
+  params = {"wh": fw.device_put(rng.normal(0, 0.05, (RNN_H, RNN_H)).astype(np.float32)),
+            "wx": fw.device_put(rng.normal(0, 0.1, (RNN_D, RNN_H)).astype(np.float32)),
+            "b": fw.device_put(np.zeros(RNN_H, np.float32))}
+  xs = fw.device_put(rng.normal(size=(RNN_T, RNN_B, RNN_D)).astype(np.float32))
+
+  def loss(p, xs):
+    def step(h, x):
+      h = jnp.tanh(jnp.dot(h, p["wh"]) + jnp.dot(x, p["wx"]) + p["b"])
+      return h, h
+    h, ys = fw.lax.scan(step, jnp.zeros((RNN_B, RNN_H), jnp.float32), xs)
+    return jnp.sum(h) + jnp.mean(ys)
+  g = fw.jit(fw.grad(loss))
+
+  def run() -> Any:
+    for _ in range(5):
+      out = g(params, xs)
+    return fw.block_until_ready(out)
+  return run
+
+
+NEWTON_STEPS = 1000
+
+
+@workload("while_newton", unit="call", units_per_run=20)
+def while_newton(fw: Framework) -> Callable[[], Any]:
+  """A jitted lax.while_loop of 1000 scalar Newton steps for sqrt(a): a loop whose body is
+  tiny, so the per-trip cost of the loop itself dominates."""
+  def sqrt(a):
+    def body(c):
+      x, i = c
+      return 0.5 * (x + a / x), i + 1
+    return fw.lax.while_loop(lambda c: c[1] < NEWTON_STEPS, body, (a, 0))[0]
+  f = fw.jit(sqrt)
+  a = fw.device_put(np.float32(2.0))
+
+  def run() -> Any:
+    for _ in range(20):
+      out = f(a)
+    return fw.block_until_ready(out)
+  return run
+
+
+LOOP_STEPS = 1000
+
+
+def _loop_compile(fw: Framework, unrolled: bool) -> Callable[[], Any]:
+  x = fw.device_put(np.linspace(0.0, 1.0, 8, dtype=np.float32))
+
+  def run() -> Any:
+    def loop(x):  # a new function object each time: no cache can answer
+      step = lambda h, _: (fw.jnp.sin(h) * 0.9 + 0.1, None)  # noqa: E731
+      if not unrolled:
+        return fw.lax.scan(step, x, None, length=LOOP_STEPS)[0]
+      for _ in range(LOOP_STEPS):
+        x, _ = step(x, None)
+      return x
+    return fw.block_until_ready(fw.jit(loop)(x))
+  return run
+
+
+@workload("scan_1000_compile", unit="trace+compile", repeat=7)
+def scan_1000_compile(fw: Framework) -> Callable[[], Any]:
+  """jit of a fresh 1000-step lax.scan (h = sin(h) * 0.9 + 0.1 on float32[8]) to its first
+  result: trace and compile time of a loop kept rolled."""
+  require(fw, "sin")
+  return _loop_compile(fw, unrolled=False)
+
+
+@workload("unrolled_1000_compile", unit="trace+compile", repeat=5, warmup=1)
+def unrolled_1000_compile(fw: Framework) -> Callable[[], Any]:
+  """The same 1000 steps unrolled in Python under jit (3000 equations): trace and compile
+  time to compare with scan_1000_compile."""
+  require(fw, "sin")
+  return _loop_compile(fw, unrolled=True)
+
+
+# ----------------------------------------------------------------------------- ODE
+
+NODE_DIM, NODE_HIDDEN = 8, 32
+
+
+@workload("odeint_node_grad", unit="call", units_per_run=5, repeat=10)
+def odeint_node_grad(fw: Framework) -> Callable[[], Any]:
+  """jit(grad) of an odeint solve of a small neural ODE (vector field: MLP 8-32-8 with
+  tanh; t in [0, 1], 5 outputs; rtol = atol = 1e-5): adaptive Dormand-Prince forward,
+  adjoint ODE backward (custom_vjp), all inside while_loop/scan."""
+  import importlib
+  odeint = importlib.import_module(f"{fw.name}.experimental.ode").odeint
+  jnp, rng = fw.jnp, np.random.default_rng(0)
+  params = {"w1": fw.device_put(rng.normal(0, 0.3, (NODE_DIM, NODE_HIDDEN)).astype(np.float32)),
+            "b1": fw.device_put(np.zeros(NODE_HIDDEN, np.float32)),
+            "w2": fw.device_put(rng.normal(0, 0.3, (NODE_HIDDEN, NODE_DIM)).astype(np.float32))}
+  y0 = fw.device_put(rng.normal(size=NODE_DIM).astype(np.float32))
+  ts = fw.device_put(np.linspace(0.0, 1.0, 5, dtype=np.float32))
+
+  def field(y, t, p):
+    return jnp.dot(jnp.tanh(jnp.dot(y, p["w1"]) + p["b1"]), p["w2"])
+
+  def loss(p, y0):
+    return jnp.sum(odeint(field, y0, ts, p, rtol=1e-5, atol=1e-5) ** 2)
+  g = fw.jit(fw.grad(loss, argnums=(0, 1)))
+
+  def run() -> Any:
+    for _ in range(5):
+      out = g(params, y0)
+    return fw.block_until_ready(out)
+  return run
+
+
 # ----------------------------------------------------------------------------- runner
 
 
 def load_frameworks(with_jax: bool) -> list[Framework]:
   import jaxon
+  import jaxon.lax
   import jaxon.numpy
   frameworks = [Framework("jaxon", jaxon.jit, jaxon.numpy, jaxon.device_put,
                           jaxon.block_until_ready, jaxon.tree_leaves, jaxon.grad, jaxon.vmap,
-                          jaxon.hessian)]
+                          jaxon.hessian, jaxon.lax)]
   if with_jax:
     try:
       import jax
+      import jax.lax
       import jax.numpy
     except ImportError:
       print("(jax is not importable: timing jaxon alone; install the 'bench' extra in a "
@@ -271,7 +394,7 @@ def load_frameworks(with_jax: bool) -> list[Framework]:
     else:
       frameworks.append(Framework("jax", jax.jit, jax.numpy, jax.device_put,
                                   jax.block_until_ready, jax.tree_util.tree_leaves, jax.grad,
-                                  jax.vmap, jax.hessian))
+                                  jax.vmap, jax.hessian, jax.lax))
   return frameworks
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon import jit, make_jaxpr
+from jaxon import jit, lax, make_jaxpr
 
 # ----------------------------------------------------------------------------- seed 001
 
@@ -53,6 +53,44 @@ def func12(arg):
   return arg + inner(arg - 2.)
 
 
+def one_of_three(index, arg):
+  return lax.switch(index, [lambda x: x + 1.,
+                            lambda x: x - 2.,
+                            lambda x: x + 3.],
+                    arg)
+
+
+def func7(arg):
+  return lax.cond(arg >= 0.,
+                  lambda xtrue: xtrue + 3.,
+                  lambda xfalse: xfalse - 3.,
+                  arg)
+
+
+def func8(arg1, arg2):  # Where `arg2` is a pair.
+  return lax.cond(arg1 >= 0.,
+                  lambda xtrue: xtrue[0],
+                  lambda xfalse: jnp.array([1]) + xfalse[1],
+                  arg2)
+
+
+def func10(arg, n):
+  ones = jnp.ones(arg.shape)  # A constant.
+  return lax.fori_loop(0, n,
+                       lambda i, carry: carry + ones * 3. + arg,
+                       arg + ones)
+
+
+def func11(arr, extra):
+  ones = jnp.ones(arr.shape)  #  A constant
+  def body(carry, aelems):
+    # carry: running dot-product of the two arrays
+    # aelems: a pair with corresponding elements from the two arrays
+    ae1, ae2 = aelems
+    return (carry + ae1 * ae2 + extra, carry)
+  return lax.scan(body, 0., (arr, ones))
+
+
 _FUNC1_JAXPR = """\
 { lambda ; a:f32[8] b:f32[8]. let
     c:f32[8] = sin b
@@ -82,11 +120,106 @@ _FUNC12_JAXPR = """\
     i:f32[1] = add h c
   in (i,) }"""
 
+_ONE_OF_THREE_JAXPR = """\
+{ lambda ; a:i32[] b:f32[]. let
+    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] a
+    d:i32[] = clamp 0 c 2
+    e:f32[] = cond[
+      branches=(
+        { lambda ; f:f32[]. let g:f32[] = add f 1.0 in (g,) }
+        { lambda ; h:f32[]. let i:f32[] = sub h 2.0 in (i,) }
+        { lambda ; j:f32[]. let k:f32[] = add j 3.0 in (k,) }
+      )
+    ] d b
+  in (e,) }"""
+
+_FUNC7_JAXPR = """\
+{ lambda ; a:f32[]. let
+    b:bool[] = ge a 0.0
+    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] b
+    d:f32[] = cond[
+      branches=(
+        { lambda ; e:f32[]. let f:f32[] = sub e 3.0 in (f,) }
+        { lambda ; g:f32[]. let h:f32[] = add g 3.0 in (h,) }
+      )
+    ] c a
+  in (d,) }"""
+
+# Verbatim from seed 001 except its rendering artifact `m_:i32[1]`, which jaxon prints as
+# `m:i32[1]` (DESIGN.md).
+_FUNC8_JAXPR = """\
+{ lambda a:i32[1]; b:f32[] c:f32[1] d:f32[]. let
+    e:bool[] = ge b 0.0
+    f:i32[] = convert_element_type[new_dtype=int32 weak_type=False] e
+    g:f32[1] = cond[
+      branches=(
+        { lambda ; h:i32[1] i:f32[1] j:f32[]. let
+            k:f32[1] = convert_element_type[new_dtype=float32 weak_type=True] h
+            l:f32[1] = add k j
+          in (l,) }
+        { lambda ; m:i32[1] n:f32[1] o:f32[]. let  in (n,) }
+      )
+    ] f a c d
+  in (g,) }"""
+
+_FUNC10_JAXPR = """\
+{ lambda ; a:f32[16] b:i32[]. let
+    c:f32[16] = broadcast_in_dim[
+      broadcast_dimensions=()
+      shape=(16,)
+      sharding=None
+    ] 1.0
+    d:f32[16] = add a c
+    _:i32[] _:i32[] e:f32[16] = while[
+      body_jaxpr={ lambda ; f:f32[16] g:f32[16] h:i32[] i:i32[] j:f32[16]. let
+          k:i32[] = add h 1
+          l:f32[16] = mul f 3.0
+          m:f32[16] = add j l
+          n:f32[16] = add m g
+        in (k, i, n) }
+      body_nconsts=2
+      cond_jaxpr={ lambda ; o:i32[] p:i32[] q:f32[16]. let
+          r:bool[] = lt o p
+        in (r,) }
+      cond_nconsts=0
+    ] c a 0 b d
+  in (e,) }"""
+
+_FUNC11_JAXPR = """\
+{ lambda ; a:f32[16] b:f32[]. let
+    c:f32[16] = broadcast_in_dim[
+      broadcast_dimensions=()
+      shape=(16,)
+      sharding=None
+    ] 1.0
+    d:f32[] e:f32[16] = scan[
+      _split_transpose=False
+      jaxpr={ lambda ; f:f32[] g:f32[] h:f32[] i:f32[]. let
+          j:f32[] = mul h i
+          k:f32[] = convert_element_type[new_dtype=float32 weak_type=False] g
+          l:f32[] = add k j
+          m:f32[] = convert_element_type[new_dtype=float32 weak_type=False] f
+          n:f32[] = add l m
+        in (n, g) }
+      length=16
+      linear=(False, False, False, False)
+      num_carry=1
+      num_consts=1
+      reverse=False
+      unroll=1
+    ] b 0.0 a c
+  in (d, e) }"""
+
 SEED_CASES = [
     ("func1", lambda: make_jaxpr(func1)(jnp.zeros(8), jnp.ones(8)), _FUNC1_JAXPR),
     ("func3", lambda: make_jaxpr(func3)(jnp.zeros(8), jnp.ones(8)), _FUNC1_JAXPR),
     ("func4", lambda: make_jaxpr(func4)((jnp.zeros(8), jnp.ones(8))), _FUNC1_JAXPR),
     ("func12", lambda: make_jaxpr(func12)(1.), _FUNC12_JAXPR),
+    ("one_of_three", lambda: make_jaxpr(one_of_three)(1, 5.), _ONE_OF_THREE_JAXPR),
+    ("func7", lambda: make_jaxpr(func7)(5.), _FUNC7_JAXPR),
+    ("func8", lambda: make_jaxpr(func8)(5., (jnp.zeros(1), 2.)), _FUNC8_JAXPR),
+    ("func10", lambda: make_jaxpr(func10)(np.ones(16), 5), _FUNC10_JAXPR),
+    ("func11", lambda: make_jaxpr(func11)(np.ones(16), 5.), _FUNC11_JAXPR),
 ]
 
 

@@ -64,7 +64,7 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
   (both branches are traced; one runs).
 
   Args:
-    pred: a boolean or integer scalar (an integer is true when nonzero).
+    pred: a boolean or numeric scalar (a number is true when nonzero).
     true_fun, false_fun: functions of `operands` returning pytrees of the same types.
     operands: pytrees of arrays passed to the branch.
 
@@ -82,8 +82,8 @@ def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
     raise TypeError(f"Pred must be a scalar, got {pred} of {shape}. Use jnp.where for an "
                     "elementwise choice.")
   pred_dtype = dtypes.dtype(pred)
-  if pred_dtype.kind not in "biu":
-    raise TypeError(f"Pred type must be either boolean or integer, got {pred_dtype.name}. "
+  if pred_dtype.kind not in "biuf":
+    raise TypeError(f"Pred type must be either boolean or number, got {pred_dtype.name}. "
                     "Compare it with something (e.g. `x > 0`) to get a boolean.")
   if pred_dtype.kind != "b":
     pred = lax.ne(pred, lax._const(pred, 0))

@@ -63,7 +63,7 @@ def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
                                                  jaxpr.out_avals[:len(init_flat)])
   if changed:
     jaxpr, consts, out_tree = _trace_body(f, init_flat, init_tree, xs_flat, xs_tree)
-  common.check_carry_type("scan body", f, init, carry_tree,
+  common.check_carry_type("scan body", f, init_tree.unflatten(init_flat), carry_tree,
                           jaxpr.out_avals[:carry_tree.num_leaves])
   unroll = core.concrete_or_error(None, unroll, "The `unroll` argument to `scan` expects a "
                                   "concrete `int` or `bool` value.")

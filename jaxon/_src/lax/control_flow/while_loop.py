@@ -172,9 +172,9 @@ def _while_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, cond_nconsts:
   nb, nc, n_cdot = body_nconsts, len(init), sum(const_nz)
   # jvp_jaxpr takes (consts, carry, const tangents, carry tangents); while wants the
   # tangent consts among the consts and the tangent carries among the carries.
-  order = common.interleave([range(nb), range(nb + nc, nb + nc + n_cdot)],
-                            [range(nb, nb + nc), range(nb + nc + n_cdot, len(
-                                jvp_body.in_avals))])
+  order = common.interleave([range(nb), range(nb, nb + nc)],
+                            [range(nb + nc, nb + nc + n_cdot),
+                             range(nb + nc + n_cdot, len(jvp_body.in_avals))])
   jvp_body = common.move_binders(jvp_body, order)
   dot_avals = [a.to_tangent_aval() for a, nz in zip(body_jaxpr.out_avals, carry_nz) if nz]
   jvp_cond = _with_unused_inputs(cond_jaxpr, dot_avals)
