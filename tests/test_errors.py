@@ -201,3 +201,8 @@ def test_primitive_without_rules():
     p.bind(1.0)
   with pytest.raises(NotImplementedError, match="Abstract evaluation for 'no_rules'"):
     jit(p.bind)(1.0)
+
+
+def test_unexpected_tracer_error_is_a_type_error():
+  """As in JAX, so code catching TypeError catches it."""
+  assert issubclass(errors.UnexpectedTracerError, TypeError)

@@ -52,13 +52,17 @@ class TracerArrayConversionError(JAXTypeError):
         f"the transformed function.\nThe traced value is {tracer}.")
 
 
-class UnexpectedTracerError(Exception):
-  def __init__(self, msg: str):
-    super().__init__(
-        f"{msg}\nA tracer escaped the transformation that created it: it was saved to a "
-        "global, a closure or an object attribute during tracing and used after the "
-        "transformed function returned. Return the value from the function instead, or "
-        "pass it in as an argument.")
+class UnexpectedTracerError(JAXTypeError):
+  """A tracer used where it cannot be: outside the transformation that created it (it
+  escaped), or where only non-traced values are allowed. A TypeError, as in JAX."""
+
+  def __init__(self, msg: str, escaped: bool = True):
+    if escaped:
+      msg += ("\nA tracer escaped the transformation that created it: it was saved to a "
+              "global, a closure or an object attribute during tracing and used after the "
+              "transformed function returned. Return the value from the function instead, "
+              "or pass it in as an argument.")
+    super().__init__(msg)
 
 
 class KeyReuseError(JAXTypeError):

@@ -314,7 +314,7 @@ class custom_vjp:  # noqa: N801 (JAX's name)
             "passed as non-differentiable arguments to custom_vjp functions; instead, "
             "nondiff_argnums should only be used for arguments that can't be or contain "
             "JAX tracers, e.g. function-valued arguments. In particular, array-valued "
-            "arguments should typically not be indicated as nondiff_argnums.")
+            "arguments should typically not be indicated as nondiff_argnums.", escaped=False)
     flat, in_tree = tree_util.tree_flatten(tuple(diff))
     in_avals = [core.get_aval(x) for x in flat]
     out_tree: list[tree_util.PyTreeDef] = []
