@@ -206,3 +206,21 @@ def test_primitive_without_rules():
 def test_unexpected_tracer_error_is_a_type_error():
   """As in JAX, so code catching TypeError catches it."""
   assert issubclass(errors.UnexpectedTracerError, TypeError)
+
+
+def test_python_int_out_of_range_raises_overflow_error():
+  with pytest.raises(OverflowError, match="Python int 1099511627776 too large to convert to "
+                     "int32"):
+    jnp.array(2**40)
+  with pytest.raises(OverflowError, match="too large to convert to int32"):
+    jnp.array([1, -2**40])
+  assert int(jnp.array(2**31 - 1)) == 2**31 - 1
+
+
+def test_copies_are_new_buffers():
+  import copy
+  x = jnp.ones(3)
+  for c in (copy.copy(x), copy.deepcopy(x), jnp.array(x), jnp.copy(x)):
+    assert c is not x
+    c.delete()
+  assert float(x.sum()) == 3.0

@@ -1258,7 +1258,11 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
   weak = dtype is None and dtypes.is_weakly_typed(fill_value)
   dtype = dtypes.canonicalize_dtype(dtype or dtypes.dtype(fill_value, canonicalize=True))
   value = _convert_element_type(fill_value, dtype, weak)
-  return broadcast(value, shape) if shape else value
+  if shape:
+    return broadcast(value, shape)
+  # a 0-d result needs no broadcast: the (cached) constant itself, an Array
+  return value if isinstance(value, (core.Tracer, Array)) else scalar_constant(value, dtype,
+                                                                                weak)
 
 
 def zeros_like_array(x: Any) -> Any:

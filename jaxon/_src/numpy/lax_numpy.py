@@ -33,7 +33,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     object: the value to convert.
     dtype: the result's dtype (canonicalized: float64 becomes float32 without x64); by
       default the value's own, with Python scalars weakly typed.
-    copy, order: accepted for NumPy compatibility (arrays are immutable).
+    copy: whether an Array argument gets a buffer of its own (arrays are immutable, so
+      only deletion and donation can tell).
+    order: accepted for NumPy compatibility.
     ndmin: the minimum rank; size-1 dimensions are prepended to reach it.
 
   Example: `jnp.array([[1, 2], [3, 4]], jnp.float32)` is a 2x2 float32 array.
@@ -43,6 +45,9 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     dtype = dtypes.canonicalize_dtype(dtype)
   if _is_traced_or_array(object):
     out = lax._convert_element_type(object, dtype, weak_type)
+    if copy and out is object and isinstance(object, Array):
+      # a new buffer, so deleting (or donating) the copy leaves the original alive
+      out = device_put_numpy(np.array(object), weak_type=object.weak_type)
   elif any(_is_traced_or_array(x) for x in tree_util.tree_leaves(object)):
     out = _stack_nested(object, dtype)
   else:
@@ -50,11 +55,25 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     if host.dtype == _OBJECT_DTYPE:
       raise TypeError(f"jnp.array cannot convert {type(object).__name__} of mixed or "
                       "ragged contents to an array")
+    if not isinstance(object, (np.ndarray, np.generic)):
+      _check_python_int_range(host)
     out = device_put_numpy(host, weak_type=weak_type)
   if ndmin > np.ndim(out):
     out = lax.broadcast_in_dim(out, (1,) * (ndmin - np.ndim(out)) + np.shape(out),
                                range(ndmin - np.ndim(out), ndmin))
   return out
+
+
+def _check_python_int_range(host: np.ndarray) -> None:
+  """Python ints that do not fit the dtype they become (int32 without x64) raise, as in
+  JAX, instead of wrapping around."""
+  if host.dtype.kind not in "iu" or not host.size:
+    return
+  target = dtypes.canonicalize_dtype(host.dtype)
+  info = np.iinfo(target)
+  for value in (host.min(), host.max()):
+    if not info.min <= int(value) <= info.max:
+      raise OverflowError(f"Python int {int(value)} too large to convert to {target.name}")
 
 
 def _stack_nested(object: Any, dtype: Any) -> Any:
