@@ -348,3 +348,8 @@ def test_flags_that_change_tracing_are_part_of_the_cache_key():
   np.testing.assert_array_equal(partitionable, np.float32([1.6226422, 2.0252647, -0.43359444]))
   np.testing.assert_array_equal(legacy, np.float32([1.8160863, -0.48262316, 0.33988908]))
   np.testing.assert_array_equal(np.asarray(f(key)), partitionable)
+
+
+def test_device_put_of_a_traced_value_passes_it_through():
+  assert float(jaxon.jit(lambda x: jaxon.device_put(x) * 2)(1.0)) == 2.0
+  assert float(jaxon.grad(lambda x: jaxon.device_put(x) * 2)(1.0)) == 2.0

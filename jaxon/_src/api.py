@@ -426,8 +426,10 @@ def default_backend() -> str:
 
 
 def device_put(x: Any, device: Any = None) -> Any:
-  """Places each leaf of `x` on the device as an Array."""
-  return tree_util.tree_map(executable.device_put, x)
+  """Places each leaf of `x` on the device as an Array (a traced leaf, already staged on
+  the device, is returned as it is, as in JAX)."""
+  return tree_util.tree_map(
+      lambda leaf: leaf if isinstance(leaf, core.Tracer) else executable.device_put(leaf), x)
 
 
 def device_get(x: Any) -> Any:
