@@ -1,6 +1,7 @@
 """jaxon.scipy.special: SciPy's special functions (re-exports only)."""
 from jaxon._src.scipy.special import (
     beta as beta,
+    betainc as betainc,
     betaln as betaln,
     boxcox as boxcox,
     boxcox1p as boxcox1p,
@@ -16,6 +17,7 @@ from jaxon._src.scipy.special import (
     gammainc as gammainc,
     gammaincc as gammaincc,
     gammaln as gammaln,
+    gammasgn as gammasgn,
     i0 as i0,
     i0e as i0e,
     i1 as i1,

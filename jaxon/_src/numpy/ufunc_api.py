@@ -3,9 +3,10 @@
 A ufunc wraps an elementwise function of `nin` scalars and gives it NumPy's methods:
 broadcasting calls, `reduce`, `accumulate`, `reduceat`, `outer` and `at`. Built from a
 plain function, the methods apply it one step at a time along the axis (as NumPy's loop
-does), so they are right for any function (`subtract.reduce` is `((a0 - a1) - a2) - …`),
-but they unroll: a reduction over n elements traces n calls. A ufunc with a faster
-equivalent passes it in (`reduce=jnp.sum` for `add`), as the ufuncs of `_BINARY` do.
+does), so they are right for any function (`subtract.reduce` is `((a0 - a1) - a2) - …`);
+the steps are a `fori_loop` or `scan`, so `func` is traced once whatever the length. A
+ufunc with a faster equivalent passes it in (`reduce=jnp.sum` for `add`), as the wrapped
+binaries below do.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import numpy as np
 from jaxon._src import core, dtypes
 from jaxon._src.lax import lax, slicing
 from jaxon._src.lax import utils as lax_utils
+from jaxon._src.lax.control_flow import loops
+from jaxon._src.lax.control_flow.scan import scan
 from jaxon._src.numpy import lax_numpy, reductions, ufuncs
 from jaxon._src.numpy import shape as jnp_shape
 from jaxon._src.numpy.vectorize import vectorize
@@ -125,9 +128,8 @@ class ufunc:
       return lax_numpy.full(steps.shape[1:], start, steps.dtype)
     acc = steps[0] if initial is None else self._call(
         lax_numpy.asarray(initial).astype(steps.dtype), steps[0])
-    for i in range(1, n):
-      acc = self._call(acc, steps[i])
-    return acc
+    return loops.fori_loop(1, n, lambda i, acc: self._call(acc, steps[i]).astype(acc.dtype),
+                           acc)
 
   # --------------------------------------------------------------------------- accumulate
 
@@ -144,10 +146,12 @@ class ufunc:
     steps = jnp_shape.moveaxis(a, axis, 0)
     if steps.shape[0] == 0:
       return a
-    outs = [steps[0]]
-    for i in range(1, steps.shape[0]):
-      outs.append(self._call(outs[-1], steps[i]))
-    return jnp_shape.stack(outs, axis=axis)
+    def step(acc: Any, x: Any) -> tuple[Any, Any]:
+      acc = self._call(acc, x).astype(acc.dtype)
+      return acc, acc
+    _, rest = scan(step, steps[0], steps[1:])
+    outs = jnp_shape.concatenate([steps[:1], rest.astype(steps.dtype)], axis=0)
+    return jnp_shape.moveaxis(outs, 0, axis)
 
   # --------------------------------------------------------------------------- reduceat
 
@@ -205,9 +209,10 @@ class ufunc:
     positions, flat = jnp_shape.ravel(sites), jnp_shape.ravel(a)
     if b is not None:
       b = jnp_shape.ravel(jnp_shape.broadcast_to(lax_numpy.asarray(b), sites.shape))
-    for i in range(positions.shape[0]):
+    def update(i: Any, flat: Any) -> Any:
       args = (flat[positions[i]],) if b is None else (flat[positions[i]], b[i])
-      flat = flat.at[positions[i]].set(self._call(*args))
+      return flat.at[positions[i]].set(self._call(*args))
+    flat = loops.fori_loop(0, positions.shape[0], update, flat)
     return jnp_shape.reshape(flat, a.shape)
 
 

@@ -15,7 +15,11 @@ import numpy as np
 
 from jaxon._src.lax import lax, shape_ops
 from jaxon._src.lax import linalg as lax_linalg
-from jaxon._src.numpy import creation, lax_numpy, linear, reductions, shape, sorting, ufuncs, util
+from jaxon._src.lax.control_flow import conditionals
+from jaxon._src.lax.control_flow.scan import scan
+from jaxon._src.numpy import (creation, lax_numpy, linear, misc, reductions, shape, sorting,
+                              ufuncs, util)
+from jaxon._src.numpy.vectorize import vectorize
 from jaxon._src.numpy import linalg as jnp_linalg
 
 
@@ -438,55 +442,52 @@ _THETAS = {  # precision in bits: (degrees, largest norm for each degree but the
 def expm(A: Any, *, upper_triangular: bool = False, max_squarings: int = 16) -> Any:
   """The matrix exponential, by Padé approximation with scaling and squaring (Higham 2005).
 
-  A is scaled by 2⁻ˢ until its 1-norm is small enough for the chosen Padé degree, and the
-  result squared s times. jaxon has no data-dependent control flow yet, so every degree's
-  approximant and all `max_squarings` squarings are computed and the right ones selected;
-  when more than `max_squarings` squarings would be needed the result is NaN.
+  A is scaled by 2⁻ˢ until its 1-norm is small enough for the Padé degree the norm selects
+  (`lax.switch`), and the result squared s times (a `scan` of `cond`s, so only the needed
+  squarings run). When more than `max_squarings` squarings would be needed the result is
+  NaN. Batches of matrices are vectorized, so each picks its own degree.
 
   Example: `expm(jnp.zeros((2, 2)))` is the identity.
   """
   A = _square("expm", A)
+  if A.ndim > 2:
+    return vectorize(functools.partial(expm, upper_triangular=upper_triangular,
+                                       max_squarings=max_squarings),
+                     signature="(n,n)->(n,n)")(A)
   degrees, thetas, max_norm = _THETAS[np.finfo(A.dtype).bits]
-  norm1 = reductions.max(reductions.sum(ufuncs.abs(A), axis=-2), axis=-1)
+  norm1 = reductions.max(reductions.sum(ufuncs.abs(A), axis=0))
   squarings = ufuncs.maximum(0, ufuncs.floor(ufuncs.log2(norm1 / max_norm)))
-  A = A / ufuncs.power(2., squarings).astype(A.dtype)[..., None, None]
-  degree = reductions.sum(ufuncs.greater_equal(norm1[..., None], np.asarray(thetas, norm1.dtype)),
-                          axis=-1)
-  degree = shape.broadcast_to(degree.astype(np.int32)[..., None, None], A.shape)
-  u_parts, v_parts = zip(*_pade_terms(A, degrees))
-  u, v = lax.select_n(degree, *u_parts), lax.select_n(degree, *v_parts)
-  p, q = ufuncs.add(u, v), ufuncs.subtract(v, u)
-  if upper_triangular:
-    r = solve_triangular(q, p)
-  else:
-    r = jnp_linalg.solve(q, p)
-  for i in range(max_squarings):
-    r = ufuncs.where((i < squarings)[..., None, None], linear.matmul(r, r), r)
-  return ufuncs.where((squarings > max_squarings)[..., None, None], np.nan, r)
+  A = A / ufuncs.power(2., squarings.astype(A.dtype))
+  degree = misc.digitize(norm1, np.asarray(thetas, norm1.dtype))
+  u, v = conditionals.switch(degree, [functools.partial(_pade, m) for m in degrees], A)
+  p, q = u + v, v - u
+
+  def square_all(p: Any, q: Any) -> Any:
+    r = solve_triangular(q, p) if upper_triangular else jnp_linalg.solve(q, p)
+    def square(r: Any, i: Any) -> tuple[Any, None]:
+      return conditionals.cond(i < squarings, lambda r: linear.matmul(r, r), lambda r: r,
+                               r), None
+    return scan(square, r, np.arange(max_squarings, dtype=squarings.dtype))[0]
+  return conditionals.cond(squarings > max_squarings,
+                           lambda p, q: lax_numpy.full_like(p, np.nan), square_all, p, q)
 
 
-def _pade_terms(A: Any, degrees: Sequence[int]) -> list[tuple[Any, Any]]:
-  """(U, V) for each degree m: the [m/m] approximant is (V - U)⁻¹ (V + U), U holding the
-  odd powers of A and V the even ones."""
-  eye = shape.broadcast_to(creation.eye(A.shape[-1], dtype=A.dtype), A.shape)
-  evens = [eye, linear.matmul(A, A)]  # A⁰, A², A⁴, … as far as degrees below 13 need
-  while len(evens) <= max(m for m in degrees if m < 13) // 2:
+def _pade(m: int, A: Any) -> tuple[Any, Any]:
+  """(U, V) of the [m/m] approximant (V - U)⁻¹ (V + U), U holding the odd powers of A and
+  V the even ones; sums run from the highest power down, as JAX's do."""
+  b = _PADE[m]
+  evens = [creation.eye(A.shape[-1], dtype=A.dtype), linear.matmul(A, A)]  # A⁰, A², A⁴, …
+  while len(evens) <= (m // 2 if m < 13 else 3):
     evens.append(linear.matmul(evens[-1], evens[1]))
 
-  def combine(coefficients: Sequence[float], powers: Sequence[Any]) -> Any:
-    return functools.reduce(ufuncs.add, (c * x for c, x in zip(coefficients, powers)))
+  def combine(coefficients: Sequence[float], powers: Sequence[Any], *first: Any) -> Any:
+    terms = [c * x for c, x in zip(coefficients, powers)][::-1]
+    return functools.reduce(ufuncs.add, [*first, *terms])
 
-  terms = []
-  for m in degrees:
-    b = _PADE[m]
-    if m < 13:
-      u = linear.matmul(A, combine(b[1::2], evens))
-      v = combine(b[0::2], evens)
-    else:  # degree 13 groups powers as Higham does, so that A⁸ … A¹² are never formed
-      a2, a4, a6 = evens[1:4]
-      u = linear.matmul(A, ufuncs.add(
-          linear.matmul(a6, combine(b[9::2], [a2, a4, a6])), combine(b[1:9:2], evens)))
-      v = ufuncs.add(linear.matmul(a6, combine(b[8::2], [a2, a4, a6])),
-                     combine(b[0:8:2], evens))
-    terms.append((u, v))
-  return terms
+  if m < 13:
+    return linear.matmul(A, combine(b[1::2], evens)), combine(b[0::2], evens)
+  # degree 13 groups powers as Higham does, so that A⁸ … A¹² are never formed
+  a2, a4, a6 = evens[1:]
+  u = combine(b[1:9:2], evens, linear.matmul(a6, combine(b[9::2], [a2, a4, a6])))
+  v = combine(b[0:8:2], evens, linear.matmul(a6, combine(b[8::2], [a2, a4, a6])))
+  return linear.matmul(A, u), v

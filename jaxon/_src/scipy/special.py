@@ -92,8 +92,8 @@ def i1(x: Any) -> Any:
 def gammainc(a: Any, x: Any) -> Any:
   """Regularized lower incomplete gamma function P(a, x).
 
-  Differentiable in `x` to any order and once in `a`; accurate for `a` up to about 1000.
-  JAX implementation of `scipy.special.gammainc`."""
+  Differentiable in `x` to any order and once in `a`. JAX implementation of
+  `scipy.special.gammainc`."""
   a, x = _promote_args_inexact("gammainc", a, x)
   return lax_special.igamma(a, x)
 
@@ -104,6 +104,17 @@ def gammaincc(a: Any, x: Any) -> Any:
   JAX implementation of `scipy.special.gammaincc`."""
   a, x = _promote_args_inexact("gammaincc", a, x)
   return lax_special.igammac(a, x)
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+  """Regularized incomplete beta function I_x(a, b), by a continued fraction iterated to
+  convergence (`lax.betainc`).
+
+  Differentiable in `x` only, as in JAX. JAX implementation of `scipy.special.betainc`."""
+  a, b, x = _promote_args_inexact("betainc", a, b, x)
+  if dtypes.issubdtype(dtypes.dtype(x), np.complexfloating):
+    raise ValueError("betainc does not support complex-valued inputs.")
+  return lax_special.betainc(a, b, x)
 
 
 def zeta(x: Any, q: Any = None) -> Any:
@@ -136,6 +147,15 @@ def _gamma_sign(x: Any) -> Any:
   sign = lax.select(lax.eq(x, _const(x, 0)), lax.sign(lax.div(_const(x, 1), x)), sign)
   pole = lax.bitwise_and(lax.lt(x, _const(x, 0)), lax.eq(x, floor_x))
   return lax.select(pole, lax.full_like(x, np.nan), sign)
+
+
+def gammasgn(x: Any) -> Any:
+  """The sign of the gamma function: 1 for x > 0, alternating between the poles below 0,
+  ±1 at ±0, NaN at the poles, at -inf and at NaN.
+
+  JAX implementation of `scipy.special.gammasgn`."""
+  (x,) = _promote_args_inexact("gammasgn", x)
+  return lax.select(lax.ne(x, x), x, _gamma_sign(x))
 
 
 def gamma(x: Any) -> Any:
