@@ -258,3 +258,11 @@ def test_jit_returns_float0_tangents_as_host_zeros():
   _, tangent = jaxon.jit(lambda n: jaxon.jvp(lambda m: m * 2, (n,),
                                              (np.zeros((3,), dtypes.float0),)))(jnp.arange(3))
   assert tangent.dtype == dtypes.float0 and tangent.shape == (3,)
+
+
+def test_grad_of_an_identity_is_an_array():
+  """The seed cotangent comes straight back: it is still an Array, typed as JAX's."""
+  g = jaxon.grad(lambda x, y: x)(0.7, 0)
+  assert type(g) is jaxon.Array and g.weak_type and float(g) == 1.0
+  g = jaxon.grad(lambda x: x)(np.float32(0.7))
+  assert type(g) is jaxon.Array and not g.weak_type and g.dtype == np.float32

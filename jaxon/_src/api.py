@@ -584,9 +584,17 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
 
 def _materialize_cotangent(ct: Any, primal_aval: ShapedArray) -> Any:
+  """A cotangent as an array of the primal's tangent type. A function that returns an
+  input unchanged hands back the seed cotangent itself, a host constant: it becomes an
+  Array too, as JAX's."""
+  tangent_aval = primal_aval.to_tangent_aval()
   if type(ct) is ad.Zero:
-    return ad.zeros_like_aval(primal_aval.to_tangent_aval())
-  return ct
+    return ad.zeros_like_aval(tangent_aval)
+  if isinstance(ct, (core.Tracer, Array)) or tangent_aval.dtype == dtypes.float0:
+    return ct
+  if tangent_aval.weak_type:
+    return executable.device_put(ct)
+  return executable.device_put(np.asarray(ct, tangent_aval.dtype))
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

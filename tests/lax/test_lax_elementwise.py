@@ -510,8 +510,8 @@ ERRORS = [
     ("iota-bool", lambda: lax.iota(np.bool_, 3), TypeError, "iota does not accept dtype bool"),
     ("iota-dimension", lambda: lax.broadcasted_iota(np.int32, (2, 3), 2), ValueError,
      r"got dimension=2 for shape \(2, 3\)"),
-    ("iota-negative", lambda: lax.iota(np.int32, -1), ValueError,
-     r"non-negative sizes, got \(-1,\)"),
+    ("iota-negative", lambda: lax.iota(np.int32, -1), TypeError,
+     r"non-negative sizes; the shape of iota is \(-1,\)"),
     ("broadcast_shapes", lambda: lax.broadcast_shapes((2, 3), (4,)), ValueError,
      r"Incompatible shapes for broadcasting: shapes=\[\(2, 3\), \(4,\)\]"),
 ]

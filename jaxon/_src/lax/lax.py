@@ -1048,8 +1048,6 @@ def bitcast_convert_type(operand: Any, new_dtype: Any) -> Any:
 
 def _iota_shape_rule(*, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
                      sharding: Any) -> tuple[int, ...]:
-  if any(d < 0 for d in shape):
-    raise ValueError(f"iota shape must have non-negative sizes, got {shape}.")
   if not 0 <= dimension < len(shape):
     raise ValueError(f"iota dimension must be between 0 and len(shape) - 1, got "
                      f"dimension={dimension} for shape {shape}.")

@@ -3,6 +3,7 @@ shape/dtype checks that give clear errors at trace time."""
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,15 +91,23 @@ def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
 
 
 def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
-  """A tuple of Python ints; traced sizes raise ConcretizationTypeError."""
+  """A tuple of non-negative Python ints; traced sizes raise ConcretizationTypeError,
+  anything else that is not a shape a TypeError naming it (as JAX's)."""
   if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
     shape = (shape,)
+  invalid = TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
+                      f"{shape!r}.")
+  if isinstance(shape, str):
+    raise invalid
   try:
-    return tuple(int(core.concrete_or_error(
-        int, d, f"The size argument {context or 'of a shape'} must be concrete."))
+    dims = tuple(operator.index(core.concrete_or_error(
+        None, d, f"The size argument {context or 'of a shape'} must be concrete."))
         for d in shape)
   except TypeError as e:
     if isinstance(e, core.ConcretizationTypeError):
       raise
-    raise TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
-                    f"{shape!r}.") from e
+    raise invalid from e
+  if any(d < 0 for d in dims):
+    raise TypeError(f"Shapes must have only non-negative sizes; the shape {context or ''} "
+                    f"is {dims}.".replace("  ", " "))
+  return dims

@@ -134,9 +134,9 @@ def _check_contracted_sizes(fun_name: str, a: Any, b: Any,
   a_sizes = tuple(a_shape[i] for i in contract[0])
   b_sizes = tuple(b_shape[i] for i in contract[1])
   if a_sizes != b_sizes:
-    raise ValueError(f"{fun_name}: shapes {a_shape} and {b_shape} are not aligned: contracted "
-                     f"axes {tuple(contract[0])} and {tuple(contract[1])} have sizes {a_sizes} "
-                     f"and {b_sizes}.")
+    raise TypeError(f"{fun_name}: shapes {a_shape} and {b_shape} are not aligned: contracted "
+                    f"axes {tuple(contract[0])} and {tuple(contract[1])} have sizes {a_sizes} "
+                    f"and {b_sizes}.")
 
 
 def matmul(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
