@@ -225,3 +225,15 @@ def test_narrow_float_arrays(name):
     np.testing.assert_array_equal(np.asarray(y).astype(np.float32), [1.0, 2.0, 4.0])
   with pytest.raises(ValueError, match="no available implicit dtype promotion path"):
     jnp.promote_types(dt, jnp.float32)
+
+
+def test_explicit_64_bit_dtype_without_x64_warns():
+  """As JAX: a requested float64/int64 that narrows says so."""
+  import warnings
+  with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    x = jnp.array(1.0, dtype=jnp.float64)
+    jnp.zeros(2, float)  # Python types name the default, not a 64-bit request
+  assert x.dtype == np.float32
+  assert [str(w.message).split(" requested in")[0] for w in caught] == [
+      "Explicitly requested dtype float64"]

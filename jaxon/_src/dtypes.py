@@ -7,6 +7,8 @@ Python types are the nodes `i*`, `f*`, `c*`.
 """
 from __future__ import annotations
 
+import warnings
+
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -86,6 +88,20 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
     return _CANONICAL[_x64][dtype]
   except (KeyError, TypeError):  # not seen yet, or unhashable
     return _canonicalize_in(dtype, _x64)
+
+
+def check_user_dtype_supported(dtype: Any, fun_name: str) -> None:
+  """Warns, as JAX does, when a dtype the user asked for by name is narrowed (a 64-bit
+  type without x64): the result silently having another dtype would surprise."""
+  if dtype is None or _x64:
+    return
+  dt = np.dtype(dtype)
+  narrowed = _TO_32.get(dt, dt)
+  if narrowed != dt and not (isinstance(dtype, type) and dtype in (int, float, complex)):
+    warnings.warn(f"Explicitly requested dtype {dt.name} requested in {fun_name} is not "
+                  f"available, and will be truncated to dtype {narrowed.name}. To enable "
+                  "more dtypes, set the jax_enable_x64 configuration option or the "
+                  "JAX_ENABLE_X64 shell environment variable.", stacklevel=3)
 
 
 def _canonicalize_in(dtype: Any, x64: bool) -> np.dtype:

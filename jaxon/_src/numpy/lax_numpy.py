@@ -42,6 +42,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
   """
   weak_type = dtype is None and dtypes.is_weakly_typed(object)
   if dtype is not None:
+    dtypes.check_user_dtype_supported(dtype, "array")
     dtype = dtypes.canonicalize_dtype(dtype)
   if _is_traced_or_array(object):
     out = lax._convert_element_type(object, dtype, weak_type)
@@ -100,7 +101,8 @@ def copy(a: Any, order: str | None = None) -> Any:
   return array(a, copy=True, order=order)
 
 
-def _creation_dtype(dtype: Any) -> np.dtype:
+def _creation_dtype(dtype: Any, fun_name: str = "zeros") -> np.dtype:
+  dtypes.check_user_dtype_supported(dtype, fun_name)
   return dtypes.canonicalize_dtype(dtypes.default_float_dtype() if dtype is None else dtype)
 
 
@@ -134,7 +136,7 @@ def zeros(shape: Any, dtype: Any = None) -> Any:
 
 def ones(shape: Any, dtype: Any = None) -> Any:
   """An array of ones (float32 by default)."""
-  return lax.full(shape, 1, _creation_dtype(dtype))
+  return lax.full(shape, 1, _creation_dtype(dtype, "ones"))
 
 
 def empty(shape: Any, dtype: Any = None) -> Any:
