@@ -699,12 +699,13 @@ def _nan_arg_reduce(name: str, arg_reduce: Callable[..., Any], identity: Callabl
 # ----------------------------------------------------------------------------- cumulative
 
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
-  """Running sums along `axis` (of the flattened array if None); dtypes as in `sum`."""
+  """Running sums along `axis` (of the flattened array if None); the input's dtype
+  (bools count as the default integer), unlike `sum`, as in JAX."""
   return _cumulative("cumsum", reductions.cumsum, a, axis, dtype, out)
 
 
 def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
-  """Running products along `axis` (of the flattened array if None); dtypes as in `prod`."""
+  """Running products along `axis` (of the flattened array if None); dtypes as `cumsum`'s."""
   return _cumulative("cumprod", reductions.cumprod, a, axis, dtype, out)
 
 
@@ -728,9 +729,12 @@ def _cumulative(name: str, lax_fn: Callable[..., Any], a: Any, axis: int | None,
   if axis is None:
     a, axis = shape_ops.reshape(a, (math.prod(np.shape(a)),)), 0
   axis = _single_axis(name, axis, np.ndim(a))
-  # Bools accumulate as integers, even when a bool result is asked for.
-  result_dtype = _promote_integer_dtype(a_dtype) if dtype is None else (
-      dtypes.canonicalize_dtype(dtype))
+  # As JAX: narrow integers keep their dtype (unlike `sum`); bools accumulate as the
+  # default integer, even when a bool result is asked for.
+  if dtype is None:
+    result_dtype = dtypes.default_int_dtype() if dtypes.is_bool(a_dtype) else a_dtype
+  else:
+    result_dtype = dtypes.canonicalize_dtype(dtype)
   compute_dtype = (_promote_integer_dtype(result_dtype) if dtypes.is_bool(result_dtype)
                    else result_dtype)
   result = lax_fn(lax._convert_element_type(a, compute_dtype), axis)
@@ -763,6 +767,8 @@ def _cumulative_api(name: str, cumulative: Callable[..., Any], initial: int, x: 
                        f"dimension, got shape {shape}")
     axis = 0
   axis = _single_axis(name, axis, len(shape))
+  if dtype is None:  # the array API's cumulative functions promote as `sum` does
+    dtype = _promote_integer_dtype(dtypes.dtype(x, canonicalize=True))
   result = cumulative(x, axis, dtype)
   if not include_initial:
     return result
