@@ -215,3 +215,14 @@ def test_custom_gradient_and_closure_convert():
 
 def test_library_rules_at_edge_points():
   assert grad(jaxon.nn.relu)(0.) == 0.
+
+
+def test_traced_nondiff_argument_under_vmap():
+  """The batched function closes over the vmap's tracers; they stay mapped values."""
+  @partial(jaxon.custom_jvp, nondiff_argnums=(0,))
+  def scale(n, x):
+    return x * n
+  scale.defjvp(lambda n, p, t: (scale(n, p[0]), t[0] * n * 10.))
+  n, x = np.array([1., 2.], np.float32), np.array([3., 4.], np.float32)
+  np.testing.assert_allclose(vmap(scale)(n, x), [3., 8.])
+  np.testing.assert_allclose(jit(vmap(grad(scale, 1)))(n, x), [10., 20.])

@@ -590,8 +590,6 @@ ERROR_CASES = [
      lambda: jit(jaxon.grad(lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 2, x)))(1., 3)),
     ("vjp-while", ValueError, "Reverse-mode differentiation does not work for lax.while_loop",
      lambda: jaxon.vjp(_while_counter, _x3)[1](_x3)),
-    ("fori-float-bounds", TypeError, "lower and upper arguments to fori_loop",
-     lambda: lax.fori_loop(0., 3, lambda i, c: c, 1.)),
     ("fori-unroll-traced-bounds", ValueError, "Can only use `unroll` in `fori_loop`",
      lambda: jit(lambda n: lax.fori_loop(0, n, lambda i, c: c, 1., unroll=2))(3)),
     ("assoc-scan-leading-sizes", ValueError, "must have the same first dimension",
@@ -643,3 +641,7 @@ def test_values_recorded_from_jax():
   np.testing.assert_allclose(jaxon.grad(lambda x: jnp.sum(_cond_on_data(x)))(_x3),
                              [1.375846266746521, 1.907165765762329, 1.930662989616394],
                              rtol=1e-5)
+
+
+def test_fori_loop_float_bounds_like_jax():
+  assert float(lax.fori_loop(np.float32(1), 4., lambda i, c: c + i, 0.)) == 6.0

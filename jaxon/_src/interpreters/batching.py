@@ -50,14 +50,20 @@ class BatchTracer(core.Tracer):
 
 
 class BatchTrace(core.Trace):
-  def __init__(self, parent: core.Trace, axis_size: int, axis_name: Hashable | None):
+  """`tag` names the vmap this trace belongs to: a function with a custom derivative is
+  batched in a sub-trace of the same vmap (same tag), which must recognise the vmap's
+  tracers that the function closes over as mapped values, not constants."""
+
+  def __init__(self, parent: core.Trace, axis_size: int, axis_name: Hashable | None,
+               tag: object | None = None):
     super().__init__()
     self.parent = parent
     self.axis_size = axis_size
     self.axis_name = axis_name
+    self.tag = object() if tag is None else tag
 
   def to_batch_info(self, x: Any) -> tuple[Any, int | None]:
-    if isinstance(x, BatchTracer) and x._trace is self:
+    if isinstance(x, BatchTracer) and x._trace.tag is self.tag:
       return x.val, x.batch_dim
     self.check_not_escaped(x)
     return x, not_mapped
@@ -86,7 +92,7 @@ class BatchTrace(core.Trace):
     axis 0 (so a custom function and its rules agree on where the batch axis is)."""
     @functools.wraps(fun)
     def batched(*vals: Any) -> list[Any]:
-      outs, out_dims = batch_flat(fun, vals, dims, self.axis_size, self.axis_name)
+      outs, out_dims = batch_flat(fun, vals, dims, self.axis_size, self.axis_name, self.tag)
       return [bdim_at_front(o, d, self.axis_size) for o, d in zip(outs, out_dims)]
     return batched
 
@@ -144,11 +150,11 @@ class BatchTrace(core.Trace):
 
 
 def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
-               in_dims: Sequence[int | None], axis_size: int, axis_name: Hashable | None
-               ) -> tuple[list[Any], list[int | None]]:
+               in_dims: Sequence[int | None], axis_size: int, axis_name: Hashable | None,
+               tag: object | None = None) -> tuple[list[Any], list[int | None]]:
   """Runs `fun` (flat in, flat out) with `args` mapped along `in_dims`; returns the
   outputs and the dimension each is mapped along."""
-  trace = BatchTrace(core.current_trace(), axis_size, axis_name)
+  trace = BatchTrace(core.current_trace(), axis_size, axis_name, tag)
   in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
                 for x, d in zip(args, in_dims)]
   try:

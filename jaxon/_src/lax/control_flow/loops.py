@@ -30,9 +30,6 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     raise TypeError("lax.fori_loop: body_fun argument should be callable.")
   lower_dtype = dtypes.canonicalize_dtype(dtypes.dtype(lower))
   upper_dtype = dtypes.canonicalize_dtype(dtypes.dtype(upper))
-  if lower_dtype.kind not in "iu" or upper_dtype.kind not in "iu":
-    raise TypeError(f"lower and upper arguments to fori_loop must be integers, got "
-                    f"{lower_dtype.name} and {upper_dtype.name}.")
   if lower_dtype != upper_dtype:
     dtype = dtypes.result_type(lower, upper)
     lower = lax.convert_element_type(lower, dtype)
