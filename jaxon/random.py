@@ -37,3 +37,18 @@ from jaxon._src.random import (
     weibull_min as weibull_min,
     wrap_key_data as wrap_key_data,
 )
+from jaxon._src.random_loops import (
+    ball as ball,
+    beta as beta,
+    binomial as binomial,
+    chisquare as chisquare,
+    dirichlet as dirichlet,
+    f as f,
+    gamma as gamma,
+    generalized_normal as generalized_normal,
+    loggamma as loggamma,
+    multinomial as multinomial,
+    poisson as poisson,
+    random_gamma_p as random_gamma_p,
+    t as t,
+)

@@ -15,10 +15,8 @@ The samplers are compiled per shape and dtype with `jit`, as JAX does, so eager 
 one executable. jaxon's jit cache does not see configuration flags, so these internal jits
 take the flags that change what is traced as a static argument (`_jit`).
 
-Not provided: `gamma`, `beta`, `dirichlet`, `poisson`, `t`, `chisquare`, `f`, `ball`,
-`generalized_normal`, `loggamma`, `binomial`: JAX draws them by rejection sampling in a
-`while_loop`, which jaxon does not have yet, and a fixed unrolling would not give JAX's
-numbers for every key.
+The samplers JAX draws in loops (`gamma` and the distributions built on it, `poisson`,
+`binomial`, `multinomial`) are in `random_loops.py`.
 """
 from __future__ import annotations
 
@@ -505,7 +503,7 @@ def choice(key: KeyArray, a: Any, shape: Shape = (), replace: bool = True, p: An
     replace: draw with replacement.
     p: optional probabilities of the entries (1-D, `a.shape[axis]` long).
     axis: the axis of `a` to draw along.
-    mode: the Gumbel sampling mode for `p` without replacement (None or "low").
+    mode: the Gumbel sampling mode for `p` without replacement (see `gumbel`).
 
   Example:
     >>> choice(PRNGKey(0), 5, (3,), replace=False)  # three distinct ints in [0, 5)
@@ -634,7 +632,7 @@ def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None 
     shape: the shape of the result (ending with the batch shape of `logits`); default the
       batch shape.
     replace: draw with replacement (else distinct categories per batch entry).
-    mode: the Gumbel sampling mode (None or "low").
+    mode: the Gumbel sampling mode (see `gumbel`).
 
   Example:
     >>> categorical(PRNGKey(0), jnp.log(jnp.array([0.2, 0.8])), shape=(5,)).shape
@@ -769,8 +767,11 @@ def gumbel(key: KeyArray, shape: Shape = (), dtype: Any = float, mode: str | Non
     key: a PRNG key.
     shape: the shape of the result.
     dtype: a float dtype.
-    mode: None or "low" (JAX's default: one uniform draw per sample). JAX's "high" mode
-      is not implemented.
+    mode: how much of the upper tail float precision can reach. "low" (the default, as
+      None): one uniform draw per sample, whose resolution caps float32 samples near 16.
+      "high": two draws form u with twice the bits below 1/2 (samples up to about 32, at
+      twice the cost). "highest": for float32, 64 random bits turned into u exactly, log1p
+      near 0 and log near 1 (other dtypes use "high").
 
   Example:
     >>> gumbel(PRNGKey(0), (3,)).shape
@@ -778,21 +779,58 @@ def gumbel(key: KeyArray, shape: Shape = (), dtype: Any = float, mode: str | Non
   """
   key = _check_key("gumbel", key)
   dtype = _dtype("gumbel", dtype, np.floating, "a float")
-  _check_gumbel_mode(mode)
-  return _gumbel(key, _shape("gumbel", shape), dtype)
+  mode = "low" if mode is None else mode
+  if mode not in ("highest", "high", "low"):
+    raise ValueError(f"Must provide valid mode for gumbel got: {mode}")
+  return _gumbel(key, _shape("gumbel", shape), dtype, mode)
 
 
-def _check_gumbel_mode(mode: str | None) -> None:
-  if mode == "high":
-    raise NotImplementedError("gumbel: mode='high' is not implemented in jaxon; use the "
-                              "default mode ('low').")
-  if mode not in (None, "low"):
-    raise ValueError(f"gumbel: `mode` must be None, 'low' or 'high', got {mode!r}.")
+@_jit(1, 2, 3)
+def _gumbel(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype, mode: str) -> Array:
+  info = dtypes.finfo(dtype)
+  if mode == "highest" and dtype == np.float32:
+    return _gumbel_highest(key, shape)
+  if mode == "low":
+    return -ufuncs.log(-ufuncs.log(uniform(key, shape, dtype, minval=info.tiny, maxval=1.)))
+  draws = uniform(key, (2,) + shape, dtype)
+  high, low = draws[0], draws[1]
+  # Below 1/2, the second draw fills the bits the first one's exponent leaves out.
+  x = ufuncs.where(high >= 0.5, high, high + 2 ** -info.nmant * low + info.tiny)
+  return -ufuncs.log(-ufuncs.log1p(-x))
 
 
-@_jit(1, 2)
-def _gumbel(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Array:
-  return -ufuncs.log(-ufuncs.log(uniform(key, shape, dtype, minval=_tiny(dtype), maxval=1.)))
+def _gumbel_highest(key: KeyArray, shape: tuple[int, ...]) -> Array:
+  """u from 64 random bits as a fixed-point fraction; u >= 1/2 is replaced by 1 - u (the
+  two's complement of the bits) so that the float keeps all leading bits, and log1p(-u) or
+  log(1 - u) is taken accordingly."""
+  bits = prng.threefry_random_bits(key, 32, (2,) + shape)
+  neg = lax.bitwise_not(bits)
+  lo_bits = neg[1]
+  carry = lax.convert_element_type(lo_bits == np.uint32(2 ** 32 - 1), np.uint32)
+  neg = neg + jnp_shape.stack([carry, lax.full_like(lo_bits, 1)])
+  flip_mask = bits[0] < np.uint32(2 ** 31)
+  x = _fixed_point_to_float32(ufuncs.where(flip_mask, bits, neg))
+  return ufuncs.where(flip_mask, -ufuncs.log(-ufuncs.log1p(-x)), -ufuncs.log(-ufuncs.log(x)))
+
+
+def _fixed_point_to_float32(bits: Array) -> Array:
+  """The float32 nearest below the 64-bit fraction (hi, lo) = bits in (0, 1): the mantissa
+  is the 24 bits after the leading one, the exponent counts the leading zeros."""
+  finfo = dtypes.finfo(np.float32)
+  hi, lo = bits[0], bits[1]
+  hi_clz, lo_clz = lax.clz(hi), lax.clz(lo)
+  hi_is_zero = hi_clz == 32
+  mantissa = lax.bitwise_or(
+      lax.shift_left(hi, hi_clz),
+      ufuncs.where(hi_is_zero, lax.shift_left(lo, lo_clz),
+                   lax.shift_right_logical(lo, finfo.bits - hi_clz)))
+  mantissa = lax.shift_right_logical(mantissa, np.uint32(finfo.bits - finfo.nmant - 1))
+  mantissa = lax.bitwise_and(mantissa, np.uint32((1 << finfo.nmant) - 1))
+  exponent = lax.shift_left(-finfo.minexp - ufuncs.where(hi_is_zero, 32 + lo_clz, hi_clz),
+                            np.uint32(finfo.nmant))
+  exponent = lax.bitwise_and(exponent,
+                             np.uint32((1 << (finfo.bits - 2)) - (1 << (finfo.nmant - 1))))
+  return lax.bitcast_convert_type(lax.bitwise_or(exponent, mantissa), np.float32)
 
 
 def double_sided_maxwell(key: KeyArray, loc: Any, scale: Any, shape: Shape = (),

@@ -295,12 +295,23 @@ from jaxon._src.lax.special import (
     bessel_i0e_p as bessel_i0e_p,
     bessel_i1e as bessel_i1e,
     bessel_i1e_p as bessel_i1e_p,
+    betainc as betainc,
     igamma as igamma,
     igamma_grad_a as igamma_grad_a,
     igamma_grad_a_p as igamma_grad_a_p,
     igamma_p as igamma_p,
     igammac as igammac,
     igammac_p as igammac_p,
+    regularized_incomplete_beta_p as regularized_incomplete_beta_p,
     zeta as zeta,
     zeta_p as zeta_p,
+)
+
+# --- the derivative of Gamma samples in their shape parameter (random_gamma_grad.py)
+from jaxon._src.lax.random_gamma_grad import random_gamma_grad as random_gamma_grad
+
+# --- solvers differentiated implicitly (control_flow/solves.py)
+from jaxon._src.lax.control_flow.solves import (
+    custom_linear_solve as custom_linear_solve,
+    custom_root as custom_root,
 )
