@@ -39,3 +39,25 @@ from jaxon._src.scipy.special import (
     xlogy as xlogy,
     zeta as zeta,
 )
+from jaxon._src.scipy.special_error import (
+    dawsn as dawsn,
+    erfcx as erfcx,
+    owens_t as owens_t,
+    wofz as wofz,
+)
+from jaxon._src.scipy.special_expint import (
+    exp1 as exp1,
+    expi as expi,
+    expn as expn,
+    sici as sici,
+    spence as spence,
+)
+from jaxon._src.scipy.special_hypergeometric import (
+    bernoulli as bernoulli,
+    hyp1f1 as hyp1f1,
+    hyp2f1 as hyp2f1,
+)
+from jaxon._src.scipy.special_orthogonal import (
+    bessel_jn as bessel_jn,
+    sph_harm_y as sph_harm_y,
+)
