@@ -1,11 +1,12 @@
 """jaxon.nn: activation functions, softmax, one-hot encoding and standardization.
 
-Functions with kinks are written so that their derivative at the kink is JAX's (which comes
-from custom JVP rules there; jaxon has no `custom_jvp` yet): `relu` and `relu6` select
-rather than take a maximum, so the derivative at 0 (and 6) is 0, not the 1/2 a maximum of
-two equal values would give. `softmax` and `log_softmax` subtract the maximum as a
-constant to differentiation (`stop_gradient`), which is exact: the result does not depend
-on it.
+Where JAX gives a function a custom JVP rule, so does jaxon, with the same rule, so that
+derivatives agree at the points where the formula alone would say something else: `relu` and
+`relu6` have derivative 0 at their kinks (a maximum of two equal values would give 1/2), and
+`log1mexp`'s derivative is 1/expm1(x) (inf at 0) rather than what its two branches give.
+`softmax` and `log_softmax` subtract the maximum as a constant to differentiation
+(`stop_gradient`), which is exact, the result not depending on it; that is JAX's default
+(its custom-JVP softmax sits behind the off-by-default flag `jax_softmax_custom_jvp`).
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from jaxon._src import core, dtypes
 from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax
 from jaxon._src.lax import utils as lax_utils
+from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import reductions, shape, ufuncs
 from jaxon._src.numpy.einsum import einsum
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
@@ -45,19 +47,33 @@ def identity(x: Any) -> Any:
   return shape._ensure_array("identity", x)
 
 
+def _pass_tangent_where(inside: Any, g: Any) -> Any:
+  """The tangent `g` where `inside` holds, 0 elsewhere (kinks included)."""
+  return lax.select(inside, g, lax.full_like(g, 0))
+
+
+@custom_jvp
 def relu(x: Any) -> Any:
-  """Rectified linear unit, max(x, 0), with derivative 0 at 0 (as JAX's).
+  """Rectified linear unit, max(x, 0). Its custom JVP makes the derivative at 0 be 0, as
+  JAX's, rather than the 1/2 of a maximum of equal values (see Bertoin et al., 2021,
+  "Numerical influence of ReLU'(0) on backpropagation").
 
   Example: `relu(jnp.array([-1., 0., 2.]))` is `[0., 0., 2.]`."""
-  x = shape._ensure_array("relu", x)
-  return lax.select(lax.le(x, np.zeros((), x.dtype)), _zeros(x), x)
+  return ufuncs.maximum(shape._ensure_array("relu", x), 0)
 
 
+relu.defjvps(lambda g, ans, x: _pass_tangent_where(ufuncs.greater(x, 0), g))
+
+
+@custom_jvp
 def relu6(x: Any) -> Any:
-  """min(max(x, 0), 6), with derivative 0 at 0 and at 6 (as JAX's)."""
-  x = _inexact("relu6", x)
-  six = lax.full_like(x, 6)
-  return lax.select(lax.le(x, _zeros(x)), _zeros(x), lax.select(lax.ge(x, six), six, x))
+  """min(max(x, 0), 6); its custom JVP makes the derivative 0 at both kinks, 0 and 6, as
+  JAX's."""
+  return ufuncs.minimum(ufuncs.maximum(shape._ensure_array("relu6", x), 0), 6.0)
+
+
+relu6.defjvps(lambda g, ans, x: _pass_tangent_where(
+    ufuncs.logical_and(ufuncs.greater(x, 0), ufuncs.less(x, 6)), g))
 
 
 def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
@@ -208,13 +224,15 @@ def glu(x: Any, axis: int = -1) -> Any:
 # ----------------------------------------------------------------------------- softmax
 
 def _shifted(name: str, x: Any, axis: Axis, where: Any) -> tuple[Any, Axis]:
-  """x minus its maximum over `axis` (0 where that maximum is infinite), the maximum held
-  constant under differentiation."""
+  """x minus its maximum over `axis`, the maximum held constant under differentiation, with
+  masked-out entries -inf. As in JAX, an infinite maximum is not special-cased: a +inf
+  entry (or a slice with nothing but -inf) makes the slice NaN, inf - inf being undefined."""
   x = _inexact(name, x)
   axes = reductions._canonical_axes(name, axis, x.ndim)
   x_max = reductions.max(x, axes, keepdims=True, where=where, initial=-np.inf)
-  x_max = stop_gradient(ufuncs.where(ufuncs.isfinite(x_max), x_max, np.zeros((), x.dtype)))
-  return ufuncs.subtract(x, x_max), axes
+  if where is not None:
+    x = ufuncs.where(where, x, np.array(-np.inf, x.dtype))
+  return ufuncs.subtract(x, stop_gradient(x_max)), axes
 
 
 def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
@@ -224,8 +242,6 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
   Example: `softmax(jnp.array([0., jnp.log(3.)]))` is `[0.25, 0.75]`."""
   shifted, axes = _shifted("softmax", x, axis, where)
   unnormalized = ufuncs.exp(shifted)
-  if where is not None:
-    unnormalized = ufuncs.where(where, unnormalized, np.zeros((), unnormalized.dtype))
   total = reductions.sum(unnormalized, axes, keepdims=True, where=where)
   out = ufuncs.divide(unnormalized, total)
   if where is not None:
@@ -260,9 +276,11 @@ def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = Fa
   return ufuncs.subtract(total, ufuncs.log(count))
 
 
+@custom_jvp
 def log1mexp(x: Any) -> Any:
   """log(1 - exp(-x)) for x > 0, accurate at both ends: log(-expm1(-x)) where 1 - exp(-x)
-  is small (x < log 2), log1p(-exp(-x)) where exp(-x) is (Maechler, 2012).
+  is small (x < log 2), log1p(-exp(-x)) where exp(-x) is (Maechler, 2012). The custom JVP
+  (JAX's) differentiates the function, not the branch: 1/expm1(x), inf at 0.
 
   Example: `log1mexp(jnp.log(2.))` is `-log(2.)`."""
   x = _inexact("log1mexp", x)
@@ -270,6 +288,9 @@ def log1mexp(x: Any) -> Any:
   near_zero = lax.log(lax.neg(lax.expm1(neg_x)))
   far = lax.log1p(lax.neg(lax.exp(neg_x)))
   return lax.select(lax.lt(x, lax.full_like(x, math.log(2))), near_zero, far)
+
+
+log1mexp.defjvps(lambda g, ans, x: ufuncs.divide(g, ufuncs.expm1(x)))
 
 
 # ----------------------------------------------------------------------------- encodings

@@ -5,10 +5,12 @@ Matrix arguments are stacks: the last two axes hold the matrices and leading axe
 axes, which broadcast between operands as in NumPy. Integer inputs are promoted to floating
 point. Everything is jittable, vmappable and differentiable where the underlying
 decomposition is (singular values and eigenvalues need to be distinct for the derivatives of
-singular and eigen vectors; determinants and inverses need nonsingular matrices).
+singular and eigen vectors; inverses and log-determinants need nonsingular matrices, while
+`det`'s derivative, as JAX's, is finite at singular ones).
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -19,12 +21,14 @@ import numpy as np
 from jaxon._src import dtypes
 from jaxon._src.lax import lax
 from jaxon._src.lax import linalg as lax_linalg
+from jaxon._src.lax import linalg_lapack as lax_linalg_lapack
 from jaxon._src.lax import reductions as lax_reductions
 from jaxon._src.lax import sorting as lax_sorting
 from jaxon._src.lax import utils as lax_utils
+from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.lax.dot_general import PrecisionLike
-from jaxon._src.numpy import (creation, lax_numpy, linear, products, reductions, shape, ufuncs,
-                              util)
+from jaxon._src.numpy import (creation, lax_numpy, linear, products, reductions, searching,
+                              shape, ufuncs, util)
 
 
 class EighResult(NamedTuple):
@@ -129,42 +133,10 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     raise ValueError(f"jnp.linalg.qr: unsupported mode {mode!r}; use 'reduced', 'complete', "
                      "'r' or 'raw'.")
   if mode == "raw":
-    h, tau = _householder_qr(a)
-    return shape.matrix_transpose(h), tau
+    h, tau = lax_linalg_lapack.geqrf(a)
+    return QRResult(shape.matrix_transpose(h), tau)
   q, r = lax_linalg.qr(a, full_matrices=mode == "complete")
   return r if mode == "r" else QRResult(q, r)
-
-
-def _householder_qr(a: Any) -> tuple[Any, Any]:
-  """LAPACK geqrf's output, (R with the reflectors v below its diagonal, tau), computed
-  column by column with LAPACK's sign and scaling conventions so the values match NumPy's.
-
-  Step j reflects column j of the trailing block onto beta·e₀ with H = I - tau v vᴴ
-  (v₀ = 1), then applies Hᴴ to the columns right of it. `lax_linalg.qr` computes the same
-  factorisation in LAPACK but only exposes Q and R; this traces one step per column.
-  """
-  m, n = a.shape[-2:]
-  h, taus = a, []
-  for j in range(min(m, n)):
-    block = h[..., j:, j:]
-    alpha, tail = block[..., 0, 0], block[..., 1:, 0]
-    tail_norm = ufuncs.sqrt(reductions.sum(ufuncs.real(tail * ufuncs.conj(tail)), axis=-1))
-    beta = -ufuncs.copysign(ufuncs.hypot(ufuncs.abs(alpha), tail_norm), ufuncs.real(alpha))
-    # Nothing to annihilate: H = I (tau = 0), as LAPACK does.
-    identity = (tail_norm == 0) & (ufuncs.imag(alpha) == 0)
-    tau = ufuncs.where(identity, 0, (beta - alpha) / ufuncs.where(identity, 1, beta))
-    v_tail = tail / ufuncs.where(identity, 1, alpha - beta)[..., None]
-    v = shape.concatenate([lax_numpy.ones_like(alpha)[..., None], v_tail], axis=-1)
-    rest = block[..., :, 1:]
-    w = reductions.sum(ufuncs.conj(v)[..., :, None] * rest, axis=-2)
-    rest = rest - (ufuncs.conj(tau)[..., None] * w)[..., None, :] * v[..., :, None]
-    diag = ufuncs.where(identity, alpha, beta).astype(a.dtype)
-    column = shape.concatenate([diag[..., None], v_tail], axis=-1)
-    h = h.at[..., j:, j:].set(shape.concatenate([column[..., :, None], rest], axis=-1))
-    taus.append(tau.astype(a.dtype))
-  if not taus:  # an empty matrix has no reflectors
-    return h, lax_numpy.zeros_like(a, shape=(*a.shape[:-2], 0))
-  return h, shape.stack(taus, axis=-1)
 
 
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
@@ -265,26 +237,99 @@ def eigvals(a: Any) -> Any:
 
 
 # ----------------------------------------------------------------------------- determinants
+#
+# As in JAX: det of 2x2 and 3x3 matrices is the explicit sum of products, differentiated as
+# written; larger ones go through slogdet with a custom JVP built on the adjugate, which
+# stays finite for singular matrices (the derivative of det at a matrix of rank n - 1 is a
+# nonzero rank-one matrix; below that it is 0), where differentiating the LU factors gives
+# NaN. slogdet has a custom JVP too: d log|det a| = tr(a⁻¹ da), with the sign's tangent 0
+# for real matrices (the sign is piecewise constant).
 
-def _lu_diagonal_and_sign(a: Any) -> tuple[Any, Any]:
-  """The diagonal of U in a[perm] = L U, and the sign of the permutation (±1 in a's dtype):
-  -1 when LAPACK swapped rows an odd number of times."""
-  lu, pivots, _ = lax_linalg.lu(a)
+# (column of row 0, column of row 1, ...), sign: the terms of Leibniz's formula, in JAX's
+# order (the order of the sum decides the rounding).
+_LEIBNIZ_TERMS = {
+    2: [((0, 1), 1), ((1, 0), -1)],
+    3: [((0, 1, 2), 1), ((1, 2, 0), 1), ((2, 0, 1), 1),
+        ((2, 1, 0), -1), ((0, 2, 1), -1), ((1, 0, 2), -1)],
+}
+
+
+def _leibniz_det(a: Any) -> Any:
+  """The determinant of 2x2 or 3x3 matrices as the signed sum of products of entries."""
+  total = None
+  for columns, sign in _LEIBNIZ_TERMS[a.shape[-1]]:
+    term = a[..., 0, columns[0]]
+    for row, column in enumerate(columns[1:], 1):
+      term = ufuncs.multiply(term, a[..., row, column])
+    if total is None:
+      total = term
+    else:
+      total = ufuncs.add(total, term) if sign > 0 else ufuncs.subtract(total, term)
+  return total
+
+
+def _permutation_sign(pivots: Any, dtype: Any) -> Any:
+  """±1 in `dtype`: -1 when LAPACK swapped rows an odd number of times."""
   swapped = lax.ne(pivots, lax.broadcasted_iota(np.int32, pivots.shape, pivots.ndim - 1))
   swaps = lax_reductions.reduce_sum(lax.convert_element_type(swapped, np.int32),
                                     [pivots.ndim - 1])
-  odd = lax.convert_element_type(lax.rem(swaps, np.int32(2)), a.dtype)
-  return _diagonal(lu), lax.sub(np.ones((), a.dtype), lax.mul(np.full((), 2, a.dtype), odd))
+  odd = lax.convert_element_type(lax.rem(swaps, np.int32(2)), dtype)
+  return lax.sub(np.ones((), dtype), lax.mul(np.full((), 2, dtype), odd))
 
 
 def det(a: Any) -> Any:
-  """The determinant of square matrices, from their LU decomposition.
+  """The determinant of square matrices.
 
   Example: `jnp.linalg.det(jnp.array([[1., 2.], [3., 4.]]))` is `-2.`.
   """
   a = _matrices("det", a, square=True)
-  diag, sign = _lu_diagonal_and_sign(a)
-  return ufuncs.multiply(sign, reductions.prod(diag, axis=-1))
+  if a.shape[-1] in _LEIBNIZ_TERMS:
+    return _leibniz_det(a)
+  return _det(a)
+
+
+@custom_jvp
+def _det(a: Any) -> Any:
+  sign, logdet = slogdet(a)
+  return ufuncs.multiply(sign, ufuncs.exp(logdet).astype(sign.dtype))
+
+
+@_det.defjvp
+def _det_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+  (a,), (da,) = primals, tangents
+  det_a, adjugate_da = _cofactor_solve(a, da)
+  return det_a, creation.trace(adjugate_da, axis1=-2, axis2=-1)
+
+
+def _cofactor_solve(a: Any, b: Any) -> tuple[Any, Any]:
+  """det(a) and adj(a) b (= det(a) a⁻¹ b where a is invertible), finite for singular `a`.
+
+  With a[perm] = L U, adj(a) b = det(a) U⁻¹ L⁻¹ b[perm]. Scaling all but the last entry of
+  L⁻¹ b[perm] by det(a) and setting U's last diagonal entry to 1 / (product of the others,
+  with the permutation's sign) gives the same result without dividing by det(a), so it holds
+  at rank n - 1 too, where u_nn = 0. Below rank n - 1 the adjugate is 0; the modified U is
+  then still singular, which the back substitution of a vector of ones detects.
+  """
+  if a.shape[-1] == 1:
+    return a[..., 0, 0], b
+  lu, pivots, permutation = lax_linalg.lu(a)
+  lu, b = _broadcast_batch((lu, 2), (b, 2))
+  batch = lu.shape[:-2]
+  permutation = shape.broadcast_to(permutation, (*batch, a.shape[-1]))
+  sign = shape.broadcast_to(_permutation_sign(pivots, a.dtype), batch)
+  partial_det = ufuncs.multiply(reductions.cumprod(_diagonal(lu), axis=-1), sign[..., None])
+  lu = lu.at[..., -1, -1].set(ufuncs.divide(1, partial_det[..., -2]))
+  probe = lax_linalg.triangular_solve(lu, lax_numpy.ones((*batch, a.shape[-1], 1), a.dtype),
+                                      left_side=True, lower=False)
+  low_rank = reductions.any(ufuncs.logical_not(ufuncs.isfinite(probe)), axis=(-2, -1))
+  low_rank = low_rank[..., None, None]
+  x = ufuncs.where(low_rank, 0, b)
+  x = searching.take_along_axis(x, permutation[..., :, None], axis=-2)
+  x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=True, unit_diagonal=True)
+  x = shape.concatenate([ufuncs.multiply(x[..., :-1, :], partial_det[..., -1, None, None]),
+                         x[..., -1:, :]], axis=-2)
+  x = lax_linalg.triangular_solve(lu, x, left_side=True, lower=False)
+  return partial_det[..., -1], ufuncs.where(low_rank, 0, x)
 
 
 def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
@@ -296,14 +341,62 @@ def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
   a = _matrices("slogdet", a, square=True)
   if method not in (None, "lu"):
     raise ValueError(f"jnp.linalg.slogdet: unsupported method {method!r}; jaxon has 'lu'.")
-  diag, permutation_sign = _lu_diagonal_and_sign(a)
+  small = a.shape[-1] in (1, 2)
+  return SlogdetResult(*(_slogdet_small(a) if small else _slogdet_lu(a)))
+
+
+@custom_jvp
+def _slogdet_small(a: Any) -> tuple[Any, Any]:
+  """slogdet of 1x1 and 2x2 matrices from the explicit determinant (no LU)."""
+  det_a = a[..., 0, 0] if a.shape[-1] == 1 else _leibniz_det(a)
+  return ufuncs.sign(det_a), ufuncs.real(ufuncs.log(ufuncs.abs(det_a)))
+
+
+@_slogdet_small.defjvp
+def _slogdet_small_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+  (a,), (da,) = primals, tangents
+  sign, logabsdet = _slogdet_small(a)
+  if a.shape[-1] == 1:
+    dlog = ufuncs.divide(da[..., 0, 0], a[..., 0, 0])
+  else:  # the derivative of a00 a11 - a01 a10 along da, over the determinant
+    ddet = (da[..., 0, 0] * a[..., 1, 1] - da[..., 0, 1] * a[..., 1, 0]
+            - da[..., 1, 0] * a[..., 0, 1] + da[..., 1, 1] * a[..., 0, 0])
+    dlog = ufuncs.divide(ddet, _leibniz_det(a))
+  return _slogdet_outputs(a, sign, logabsdet, dlog)
+
+
+@custom_jvp
+def _slogdet_lu(a: Any) -> tuple[Any, Any]:
+  lu, pivots, _ = lax_linalg.lu(a)
+  diag = _diagonal(lu)
   abs_diag = ufuncs.abs(diag)
   singular = reductions.any(ufuncs.equal(abs_diag, 0), axis=-1)
   phases = ufuncs.divide(diag, ufuncs.where(singular[..., None], 1, abs_diag).astype(a.dtype))
-  sign = ufuncs.multiply(reductions.prod(phases, axis=-1), permutation_sign)
+  sign = ufuncs.multiply(reductions.prod(phases, axis=-1), _permutation_sign(pivots, a.dtype))
   logdet = reductions.sum(ufuncs.log(abs_diag), axis=-1)
-  return SlogdetResult(ufuncs.where(singular, 0, sign).astype(a.dtype),
-                       ufuncs.where(singular, -np.inf, logdet).astype(abs_diag.dtype))
+  return (ufuncs.where(singular, 0, sign).astype(a.dtype),
+          ufuncs.where(singular, -np.inf, logdet).astype(abs_diag.dtype))
+
+
+@_slogdet_lu.defjvp
+def _slogdet_lu_jvp(primals: tuple[Any], tangents: tuple[Any]) -> tuple[Any, Any]:
+  (a,), (da,) = primals, tangents
+  sign, logabsdet = _slogdet_lu(a)
+  dlog = creation.trace(solve(a, da), axis1=-2, axis2=-1)
+  return _slogdet_outputs(a, sign, logabsdet, dlog)
+
+
+def _slogdet_outputs(a: Any, sign: Any, logabsdet: Any, dlog: Any
+                     ) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
+  """Primal and tangent outputs of slogdet from d log(det a) = `dlog`: its real part is the
+  tangent of log|det a|; for complex `a` its imaginary part turns the sign (d sign =
+  i Im(dlog) sign); a real sign is piecewise constant."""
+  if dtypes.is_complex(a.dtype):
+    dsign = ufuncs.multiply(ufuncs.subtract(dlog, ufuncs.real(dlog).astype(dlog.dtype)), sign)
+    dlog = ufuncs.real(dlog)
+  else:
+    dsign = lax_numpy.zeros_like(sign)
+  return (sign, logabsdet), (dsign, dlog)
 
 
 # ----------------------------------------------------------------------------- solving
@@ -383,10 +476,18 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
   """The Moore-Penrose pseudo-inverse, from the SVD: singular values at or below `rtol`
   times the largest are treated as zero (default 10 · max(m, n) · eps).
 
+  Its custom JVP (JAX's) is Golub and Pereyra's formula for the derivative of the
+  pseudo-inverse, which needs no singular vectors, so it stays finite where singular values
+  repeat or vanish (rank-deficient `a`), unlike differentiating through the SVD.
+
   Example: `jnp.linalg.pinv(jnp.array([[2., 0.], [0., 0.]]))` is `[[.5, 0.], [0., 0.]]`.
   """
   a = _matrices("pinv", a)
-  rtol = rcond if rtol is None else rtol
+  return _pinv(a, rcond if rtol is None else rtol, bool(hermitian))
+
+
+@functools.partial(custom_jvp, nondiff_argnums=(1, 2))
+def _pinv(a: Any, rtol: Any, hermitian: bool) -> Any:
   if rtol is None:
     rtol = 10. * max(a.shape[-2:]) * np.finfo(a.dtype).eps
   u, s, vh = svd(a, full_matrices=False, hermitian=hermitian)
@@ -394,6 +495,27 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
                            reductions.max(s, axis=-1, keepdims=True))
   s = ufuncs.where(s > cutoff, s, np.inf).astype(u.dtype)
   return linear.matmul(_H(vh), ufuncs.divide(_H(u), s[..., None]))
+
+
+@_pinv.defjvp
+def _pinv_jvp(rtol: Any, hermitian: bool, primals: tuple[Any], tangents: tuple[Any]
+              ) -> tuple[Any, Any]:
+  """dp = -p da p + (p pᴴ) daᴴ (1 - a p) + (1 - p a) daᴴ (pᴴ p), for p = pinv(a) (Golub and
+  Pereyra, 1973), with the triple products grouped so that the inner one is the smaller
+  (left to right for tall `a`, right to left for wide)."""
+  (a,), (da,) = primals, tangents
+  p = _pinv(a, rtol, hermitian)
+  if hermitian:  # the Hermitian SVD reads the Hermitian part of `a`, so the JVP must too
+    a, da = lax_linalg.symmetrize(a), lax_linalg.symmetrize(da)
+  mm = linear.matmul
+  tall = a.shape[-2] >= a.shape[-1]
+
+  def triple(x: Any, y: Any, z: Any) -> Any:
+    return mm(mm(x, y), z) if tall else mm(x, mm(y, z))
+  s = triple(p, _H(p), _H(da))
+  t = triple(_H(da), _H(p), p)
+  dp = ufuncs.negative(triple(p, da, p)) + s - triple(s, a, p) + t - triple(p, a, t)
+  return p, dp
 
 
 def tensorsolve(a: Any, b: Any, axes: Sequence[int] | None = None) -> Any:

@@ -9,6 +9,7 @@ not define on bools).
 """
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -16,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes
-from jaxon._src.interpreters import ad
 from jaxon._src.lax import lax
+from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import shape, util
 from jaxon._src.xla.array import Array
 
@@ -39,8 +40,8 @@ def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
   try:
     out_shape = lax.broadcast_shapes(*shapes)
   except ValueError:
-    raise ValueError(f"{fun_name}: incompatible shapes for broadcasting: "
-                     f"{', '.join(str(s) for s in shapes)}") from None
+    raise TypeError(f"{fun_name}: incompatible shapes for broadcasting: "
+                    f"{', '.join(str(s) for s in shapes)}") from None
   ndim = len(out_shape)
   return [x if len(s) in (0, ndim) else
           lax.broadcast_in_dim(x, (1,) * (ndim - len(s)) + s, range(ndim - len(s), ndim))
@@ -572,65 +573,79 @@ def hypot(x1: Any, x2: Any, /) -> Any:
   return where(is_inf, _const(out, np.inf), out)
 
 
-def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log1p_fn: Callable[[Any], Any],
-               doc: str) -> Callable[[Any, Any], Any]:
-  """log(exp(x1) + exp(x2)) as top + log1p(exp(x1 - top) + exp(x2 - top) - 1), with
-  top = max(x1, x2) held constant to differentiation (the value does not depend on it).
+def _replace_posinf(x: Any) -> Any:
+  """x with +inf entries replaced by 0."""
+  return lax.select(lax.eq(x, lax._const(x, np.inf)), lax.full_like(x, 0), x)
 
-  It cannot overflow; the larger exponential is exactly 1 and has the 1 taken off first,
-  which keeps log1p's accuracy for the smaller; and the derivatives are the softmax
-  weights everywhere. (A max + log1p(exp(-|x1 - x2|)) form differentiates the kinks of
-  max and abs at ties to 0 and 1 instead of 1/2 and 1/2: softplus'(0) would be 0.)
-  Where top is infinite or NaN it is the answer, and zeros stand in for the inputs of the
-  finite formula, so that no NaN reaches its derivative.
+
+def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log_scale: float | None,
+               doc: str) -> Callable[[Any, Any], Any]:
+  """log_b(b**x1 + b**x2) as max(x1, x2) + log_b(1 + b**-|x1 - x2|) (no overflow), where
+  b = exp(1 / log_scale) (e when `log_scale` is None), with JAX's custom JVP rule.
+
+  The formula alone differentiates the kinks of max and abs at ties to 1 and 0 instead of
+  1/2 and 1/2 (softplus'(0) would be 0). The rule's weights b**(xi - out) are the softmax
+  weights, with +inf read as 0 in both exponents so that an infinite input or result gives
+  weights from the finite ones instead of inf - inf (JAX's choice, kept for equal values).
+  Where x1 - x2 is NaN (a NaN input, or infinities of one sign) the result is x1 + x2.
   """
+  @custom_jvp
+  def impl(x1: Any, x2: Any) -> Any:
+    delta = lax.sub(x1, x2)
+    tail = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+    if log_scale is not None:
+      tail = lax.mul(lax._const(tail, log_scale), tail)
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(lax.max(x1, x2), tail))
+
+  @impl.defjvp
+  def impl_jvp(primals: tuple[Any, Any], tangents: tuple[Any, Any]) -> tuple[Any, Any]:
+    (x1, x2), (t1, t2) = primals, tangents
+    out = impl(x1, x2)
+    finite_out = _replace_posinf(out)
+    weight1, weight2 = (exp_fn(lax.sub(_replace_posinf(x), finite_out)) for x in (x1, x2))
+    return out, lax.add(lax.mul(t1, weight1), lax.mul(t2, weight2))
+
   def fn(x1: Any, x2: Any, /) -> Any:
     x1, x2 = _promote_args_inexact(name, x1, x2)
     _check_real(name, x1, x2)
-    top = lax.max(x1, x2)
-    special = lax.bitwise_not(isfinite(top))
-    zero, one = lax.full_like(top, 0, shape=()), lax.full_like(top, 1, shape=())  # weak stays
-    x1, x2 = where(special, zero, x1), where(special, zero, x2)
-    finite_top = ad.stop_gradient(where(special, zero, top))
-    e1, e2 = exp_fn(lax.sub(x1, finite_top)), exp_fn(lax.sub(x2, finite_top))
-    rest = where(lax.ge(x1, x2), lax.add(lax.sub(e1, one), e2), lax.add(lax.sub(e2, one), e1))
-    return where(special, top, lax.add(finite_top, log1p_fn(rest)))
+    return impl(x1, x2)
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"{doc}\n\nJAX implementation of `numpy.{name}`."
   return fn
 
 
-logaddexp = _logaddexp("logaddexp", lax.exp, lax.log1p,
+logaddexp = _logaddexp("logaddexp", lax.exp, None,
                        "Elementwise log(exp(x1) + exp(x2)), without overflow.")
-logaddexp2 = _logaddexp("logaddexp2", lax.exp2,
-                        lambda x: lax.div(lax.log1p(x), _const(x, np.log(2))),
+logaddexp2 = _logaddexp("logaddexp2", lax.exp2, 1 / np.log(2),
                         "Elementwise log2(2**x1 + 2**x2), without overflow.")
 
 
 def sinc(x: Any, /) -> Any:
   """Elementwise normalized sinc, sin(pi x) / (pi x), with sinc(0) = 1.
 
-  Near 0 (|pi x| < 0.1) it is sin(z)/z's Maclaurin polynomial at z = pi x, exact there to
-  double precision, rather than sin(z)/z, whose derivatives cancel catastrophically as
-  z -> 0 and are NaN at 0; so derivatives at and near 0 are sinc's own (-pi**2 / 3 for
-  the second at 0).
+  sin(z)/z is NaN at z = 0, and so is each of its derivatives; there the value comes from
+  `_sin_over_z_taylor`, whose custom JVP gives the Taylor coefficients, so that derivatives
+  of every order at 0 are sinc's own (-pi**2 / 3 for the second), as in JAX.
   """
   (x,) = _promote_args_inexact("sinc", x)
-  pi_x = lax.mul(_const(x, np.pi), x)
-  magnitude = lax.abs(pi_x)
-  near_zero = lax.lt(magnitude, _const(magnitude, 0.1))
-  safe_pi_x = where(near_zero, _const(x, 1), pi_x)
-  return where(near_zero, _sin_over_z_series(pi_x), lax.div(lax.sin(safe_pi_x), safe_pi_x))
+  is_zero = lax.eq(x, lax._const(x, 0))
+  pi_x = lax.mul(lax._const(x, np.pi), x)
+  safe_pi_x = where(is_zero, lax._const(x, 1), pi_x)
+  return where(is_zero, _sin_over_z_taylor(0, pi_x), lax.div(lax.sin(safe_pi_x), safe_pi_x))
 
 
-def _sin_over_z_series(z: Any) -> Any:
-  """1 - z**2/3! + z**4/5! - z**6/7! + z**8/9!, by Horner's rule in z**2: for |z| < 0.1
-  the first term left out, z**10/11!, is below 3e-18."""
-  z2 = lax.mul(z, z)
-  out = _const(z, 1 / 362880)
-  for coefficient in (-1 / 5040, 1 / 120, -1 / 6, 1):
-    out = lax.add(lax.mul(out, z2), _const(z, coefficient))
-  return out
+@functools.partial(custom_jvp, nondiff_argnums=(0,))
+def _sin_over_z_taylor(k: int, z: Any) -> Any:
+  """The k-th derivative of sin(z)/z at z = 0, shaped like z: (-1)**(k/2) / (k + 1) for
+  even k, 0 for odd k; differentiating it gives the (k+1)-th, to any order."""
+  return lax.full_like(z, (-1) ** (k // 2) / (k + 1) if k % 2 == 0 else 0)
+
+
+@_sin_over_z_taylor.defjvp
+def _sin_over_z_taylor_jvp(k: int, primals: tuple[Any], tangents: tuple[Any]
+                           ) -> tuple[Any, Any]:
+  (z,), (t,) = primals, tangents
+  return _sin_over_z_taylor(k, z), lax.mul(_sin_over_z_taylor(k + 1, z), t)
 
 
 def heaviside(x1: Any, x2: Any, /) -> Any:
