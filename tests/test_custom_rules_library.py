@@ -271,3 +271,10 @@ GRAD_CHECKS = [
 @pytest.mark.parametrize("name,fn,args", GRAD_CHECKS, ids=[c[0] for c in GRAD_CHECKS])
 def test_check_grads_at_ordinary_points(name, fn, args):
   check_grads(fn, args, order=2, modes=("fwd", "rev"), rtol=5e-2, atol=5e-2)
+
+
+def test_i0_derivatives_at_zero_are_jaxs():
+  """JAX's rule zeroes i0's tangent at 0 (first and second derivative 0 there)."""
+  assert float(jaxon.grad(jnp.i0)(0.)) == 0.0
+  assert float(jaxon.grad(jaxon.grad(jnp.i0))(0.)) == 0.0
+  np.testing.assert_allclose(jaxon.grad(jnp.i0)(1.), 0.56515914, rtol=1e-6)  # JAX 0.10.2

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes
+from jaxon._src.api import jvp
 from jaxon._src.lax import lax
+from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.lax import special as lax_special
 from jaxon._src.numpy import lax_numpy, ufuncs, util
 from jaxon._src.xla.array import Array
@@ -45,7 +47,21 @@ def i0(x: Any) -> Any:
   util.check_arraylike("jnp.i0", x)
   _reject_complex("i0", x)
   (x,) = util.promote_args_inexact("jnp.i0", x)
+  return _i0(x)
+
+
+@custom_jvp
+def _i0(x: Any) -> Any:
   return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i0e(x))
+
+
+@_i0.defjvp
+def _i0_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+  """i0 is even and smooth: its derivative at 0 is 0, which the |x| in the formula (whose
+  derivative at 0 is taken as 1) would get wrong, as JAX's rule says."""
+  (x,), (t,) = primals, tangents
+  y, dy = jvp(_i0.fun, (x,), (t,))
+  return y, lax.select(lax.eq(x, lax._const(x, 0)), lax.full_like(dy, 0), dy)
 
 
 def _is_signed_inf(name: str, x: Any, sign: float) -> Any:
