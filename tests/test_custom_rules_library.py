@@ -278,3 +278,19 @@ def test_i0_derivatives_at_zero_are_jaxs():
   assert float(jaxon.grad(jnp.i0)(0.)) == 0.0
   assert float(jaxon.grad(jaxon.grad(jnp.i0))(0.)) == 0.0
   np.testing.assert_allclose(jaxon.grad(jnp.i0)(1.), 0.56515914, rtol=1e-6)  # JAX 0.10.2
+
+
+def test_xlogy_family_derivatives_are_jaxs():
+  """JAX's custom rules, recorded from JAX 0.10.2: at x = y = 0 the rule's formulas give
+  -inf and NaN; at x = 0, y = 1 they are finite."""
+  import jaxon.scipy.special as sp
+  gx, gy = jaxon.grad(sp.xlogy, argnums=(0, 1))(0., 0.)
+  assert float(gx) == -np.inf and np.isnan(float(gy))
+  np.testing.assert_array_equal(jaxon.grad(sp.xlogy, argnums=(0, 1))(0., 1.), (0., 0.))
+  gx, gy = jaxon.grad(sp.xlog1py, argnums=(0, 1))(0., -1.)
+  assert float(gx) == -np.inf and np.isnan(float(gy))
+  assert float(jaxon.grad(sp.entr)(0.)) == np.inf
+  np.testing.assert_allclose(jaxon.vmap(jaxon.grad(sp.entr))(jnp.array([0.5, 2.])),
+                             -(np.log([0.5, 2.]) + 1), rtol=1e-6)
+  np.testing.assert_array_equal(sp.xlogy(jnp.array([0., 0., 2.]), jnp.array([0., np.nan, 1.])),
+                                [0., np.nan, 0.])

