@@ -19,3 +19,15 @@ from jaxon._src.lax.linalg import (
     triangular_solve as triangular_solve,
     triangular_solve_p as triangular_solve_p,
 )
+from jaxon._src.lax.linalg_lapack import (
+    hessenberg as hessenberg,
+    hessenberg_p as hessenberg_p,
+    householder_product as householder_product,
+    householder_product_p as householder_product_p,
+    schur as schur,
+    schur_p as schur_p,
+    tridiagonal as tridiagonal,
+    tridiagonal_p as tridiagonal_p,
+    tridiagonal_solve as tridiagonal_solve,
+    tridiagonal_solve_p as tridiagonal_solve_p,
+)

@@ -22,3 +22,13 @@ from jaxon._src.scipy.linalg import (
     svd as svd,
     toeplitz as toeplitz,
 )
+from jaxon._src.scipy.linalg_schur import (
+    eigh_tridiagonal as eigh_tridiagonal,
+    expm_frechet as expm_frechet,
+    funm as funm,
+    hessenberg as hessenberg,
+    rsf2csf as rsf2csf,
+    schur as schur,
+    solve_sylvester as solve_sylvester,
+    sqrtm as sqrtm,
+)

@@ -183,9 +183,10 @@ def _layout(aval: ShapedArray, matrix_ndim: int) -> ir.Attribute:
 
 def _lapack_call(routine: str, dtype: np.dtype, operands: Sequence[ir.Value],
                  operand_avals: Sequence[ShapedArray], result_avals: Sequence[ShapedArray],
-                 **options: str) -> list[ir.Value]:
+                 **options: str | int) -> list[ir.Value]:
   """A typed-FFI custom call of jaxlib's LAPACK `routine` for `dtype`. `options` are the
-  routine's one-letter arguments (`uplo="L"`, `mode="V"`); they travel as uint8 attributes."""
+  routine's one-letter arguments (`uplo="L"`, `mode="V"`), which travel as uint8 attributes,
+  or integers (`low=1`), which travel as int32 ones."""
   matrix_ndim = max(a.ndim for a in operand_avals)
   u8 = ir.IntegerType.get_unsigned(8)
   op = hlo.CustomCallOp(
@@ -193,7 +194,8 @@ def _lapack_call(routine: str, dtype: np.dtype, operands: Sequence[ir.Value],
       call_target_name=lapack.kernel_name(routine, dtype), has_side_effect=False,
       api_version=ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
       backend_config=ir.DictAttr.get(
-          {k: ir.IntegerAttr.get(u8, ord(v)) for k, v in options.items()}),
+          {k: ir.IntegerAttr.get(u8, ord(v)) if isinstance(v, str) else
+           ir.IntegerAttr.get(ir.IntegerType.get_signless(32), v) for k, v in options.items()}),
       operand_layouts=ir.ArrayAttr.get([_layout(a, matrix_ndim) for a in operand_avals]),
       result_layouts=ir.ArrayAttr.get([_layout(a, matrix_ndim) for a in result_avals]))
   return list(op.results)

@@ -20,7 +20,7 @@ _TYPE_LETTER = {np.dtype(np.float32): "s", np.dtype(np.float64): "d",
                 np.dtype(np.complex64): "c", np.dtype(np.complex128): "z"}
 
 # Kernels whose complex (Hermitian/unitary) variants LAPACK names differently.
-_COMPLEX_NAMES = {"orgqr": "ungqr", "syevd": "heevd"}
+_COMPLEX_NAMES = {"orgqr": "ungqr", "ormqr": "unmqr", "syevd": "heevd", "sytrd": "hetrd"}
 
 
 @functools.cache
