@@ -153,7 +153,7 @@ LIBRARY_CASES = [
     ("multi_dot", lambda a, b, c: jnp.linalg.multi_dot([a, b, c]), (B.T, A, B), 1),
     ("cross", jnp.linalg.cross, (A, SYM), 2),
     # jax.scipy.linalg
-    ("expm", jsl.expm, (A,), 1),  # second order: tests/linalg/test_expm.py
+    ("expm", jsl.expm, (A,), 1),  # more in tests/linalg/test_expm.py
     ("cho_solve", lambda a, b: jsl.cho_solve(jsl.cho_factor(a), b), (SPD, B), 1),
     ("solve_triangular", lambda a, b: jsl.solve_triangular(a, b, trans="T", lower=True),
      (A, B), 1),
