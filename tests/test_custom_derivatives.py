@@ -226,3 +226,18 @@ def test_traced_nondiff_argument_under_vmap():
   n, x = np.array([1., 2.], np.float32), np.array([3., 4.], np.float32)
   np.testing.assert_allclose(vmap(scale)(n, x), [3., 8.])
   np.testing.assert_allclose(jit(vmap(grad(scale, 1)))(n, x), [10., 20.])
+
+
+def test_differentiating_a_custom_vjp_in_its_closed_over_value_raises():
+  """Staged under jit, the value becomes an operand of the call; the rule cannot
+  differentiate it, so it must not be given a silent zero cotangent."""
+  from jaxon._src.errors import CustomVJPException
+
+  def f(w, x):
+    @jaxon.custom_vjp
+    def g(x):
+      return x * w
+    g.defvjp(lambda x: (x * w, None), lambda _, ct: (ct * w,))
+    return g(x)
+  with pytest.raises(CustomVJPException, match="closed-over value"):
+    grad(jit(f), 0)(2., 3.)

@@ -67,3 +67,16 @@ class UnexpectedTracerError(JAXTypeError):
 
 class KeyReuseError(JAXTypeError):
   pass
+
+
+class CustomVJPException(Exception):
+  """A `custom_vjp` function differentiated with respect to a value it closes over: its
+  rule cannot say how (JAX's exception)."""
+
+  def __init__(self) -> None:
+    super().__init__(
+        "Detected differentiation of a custom_vjp function with respect to a closed-over "
+        "value. That isn't supported because the custom VJP rule only specifies how to "
+        "differentiate the custom_vjp function with respect to explicit input parameters. "
+        "Try passing the closed-over value into the custom_vjp function as an argument, and "
+        "adapting the custom_vjp fwd and bwd rules (jaxon.closure_convert does this).")

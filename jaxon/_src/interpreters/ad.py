@@ -23,6 +23,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes, tree_util
 from jaxon._src.core import ClosedJaxpr, Literal, ShapedArray, Var
+from jaxon._src.errors import CustomVJPException
 from jaxon._src.interpreters import batching, mlir, structural
 from jaxon._src.interpreters import partial_eval as pe
 
@@ -145,6 +146,9 @@ class JVPTrace(core.Trace):
       if all(type(t) is Zero for t in tangents):
         return self.parent.process_custom_vjp_call(primitive, fun, fwd, bwd, primals,
                                                    symbolic_zeros)
+      # A staged call passes the values the function closed over first (`num_consts`).
+      if any(type(t) is not Zero for t in tangents[:getattr(fwd, "num_consts", 0)]):
+        raise CustomVJPException()
       outs, residuals = fwd(*primals)
       out_avals = tuple(core.get_aval(o).to_tangent_aval() for o in outs)
       tangents_out = custom_lin_p.bind(*residuals, *map(instantiate_zeros, tangents),

@@ -403,6 +403,8 @@ class CustomVJPCallPrimitive(core.Primitive):
       outs = core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *xs[num_consts:])
       return outs[:num_outs], outs[num_outs:]
 
+    staged_fwd.num_consts = num_consts  # type: ignore[attr-defined]
+
     @_named(str(bwd))
     def staged_bwd(residuals: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
       return [None] * num_consts + list(bwd(residuals, cts))
