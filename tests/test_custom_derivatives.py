@@ -241,3 +241,42 @@ def test_differentiating_a_custom_vjp_in_its_closed_over_value_raises():
     return g(x)
   with pytest.raises(CustomVJPException, match="closed-over value"):
     grad(jit(f), 0)(2., 3.)
+
+
+def test_seed_002_examples_as_written():
+  """Seed 002's API examples with `jax` read as `jaxon` (its `np` is the numpy of jax).
+  Its other snippets use `jax.custom_transforms`/`defvjp_all`, the API the document
+  replaces, which JAX itself no longer has."""
+  jax, np_ = jaxon, jnp
+
+  # f :: a -> b
+  @jax.custom_jvp
+  def f(x):
+    return np_.sin(x)
+
+  # f_jvp :: (a, T a) -> (b, T b)
+  def f_jvp(primals, tangents):
+    x, = primals
+    t, = tangents
+    return f(x), np_.cos(x) * t
+
+  f.defjvp(f_jvp)
+  np.testing.assert_allclose(grad(f)(1.), np.cos(1.), rtol=1e-6)
+  np.testing.assert_allclose(vmap(grad(f))(XS), np.cos(XS), rtol=1e-6)
+
+  # f :: a -> b
+  @jax.custom_vjp
+  def f(x):  # noqa: F811 (the seed redefines f)
+    return np_.sin(x)
+
+  # f_fwd :: a -> (b, c)
+  def f_fwd(x):
+    return f(x), np_.cos(x)
+
+  # f_bwd :: (c, CT b) -> CT a
+  def f_bwd(cos_x, g):
+    return (cos_x * g,)
+
+  f.defvjp(f_fwd, f_bwd)
+  np.testing.assert_allclose(grad(f)(1.), np.cos(1.), rtol=1e-6)
+  np.testing.assert_allclose(grad(lambda x: vmap(f)(x).sum())(XS), np.cos(XS), rtol=1e-6)
