@@ -11,7 +11,7 @@ import numpy as np
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon import jit, make_jaxpr
+from jaxon import jit, lax, make_jaxpr
 
 
 def section(title: str) -> None:
@@ -53,6 +53,28 @@ def func12(arg):
   return arg + inner(arg - 2.)
 
 
+def func7(arg):
+  return lax.cond(arg >= 0.,
+                  lambda xtrue: xtrue + 3.,
+                  lambda xfalse: xfalse - 3.,
+                  arg)
+
+
+def func10(arg, n):
+  ones = jnp.ones(arg.shape)  # A constant.
+  return lax.fori_loop(0, n,
+                       lambda i, carry: carry + ones * 3. + arg,
+                       arg + ones)
+
+
+def func11(arr, extra):
+  ones = jnp.ones(arr.shape)  # A constant
+  def body(carry, aelems):
+    ae1, ae2 = aelems
+    return (carry + ae1 * ae2 + extra, carry)
+  return lax.scan(body, 0., (arr, ones))
+
+
 def show_jaxprs() -> None:
   section("make_jaxpr: func1, and func3 (Python function calls and `if` are inlined)")
   print(make_jaxpr(func1)(jnp.zeros(8), jnp.ones(8)))
@@ -61,6 +83,10 @@ def show_jaxprs() -> None:
   print(make_jaxpr(func4)((jnp.zeros(8), jnp.ones(8))))
   section("make_jaxpr: func12 (a nested jit stages a pjit equation)")
   print(make_jaxpr(func12)(1.))
+  section("make_jaxpr: func7, func10, func11 (control flow stages cond, while, scan)")
+  print(make_jaxpr(func7)(5.))
+  print(make_jaxpr(func10)(np.ones(16), 5))
+  print(make_jaxpr(func11)(np.ones(16), 5.))
 
 
 # ----------------------------------------------------------------------------- jit
