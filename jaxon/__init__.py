@@ -39,10 +39,9 @@ from jaxon._src.lax.custom_derivatives import (
 from jaxon._src.lax.control_flow.remat import (
     checkpoint as checkpoint,
     checkpoint_policies as checkpoint_policies,
-    named_call as named_call,
-    named_scope as named_scope,
     remat as remat,
 )
+from jaxon._src.named_scope import named_call as named_call, named_scope as named_scope
 from jaxon._src.tree_util import (
     tree_flatten as tree_flatten,
     tree_leaves as tree_leaves,

@@ -99,7 +99,7 @@ def test_recomputation_is_behind_an_optimization_barrier():
 
 
 def test_named_call_and_scope():
-  from jaxon._src.lax.control_flow.remat import current_name_stack
+  from jaxon._src.named_scope import current_name_stack
   seen = []
 
   def f(x):
