@@ -2,7 +2,6 @@
 transformation is tracing. Its params are the function's `name` and its closed `jaxpr`."""
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -76,14 +75,11 @@ def _pjit_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, jaxpr: ClosedJ
   return primal_outs, tangent_outs
 
 
-_partial_eval_jaxpr = functools.lru_cache(maxsize=4096)(pe.partial_eval_jaxpr)
-
-
 def _pjit_partial_eval_eqn(eqn: JaxprEqn, unknowns: Sequence[bool]
                            ) -> tuple[JaxprEqn, JaxprEqn, list[bool]]:
   """Splits a `pjit` equation: the known call computes the known outputs and the residuals
   now (a nested jit's primal part runs with the known values), the unknown call the rest."""
-  known, unknown, out_unknowns, num_res = _partial_eval_jaxpr(eqn.params["jaxpr"],
+  known, unknown, out_unknowns, num_res = pe.partial_eval_jaxpr(eqn.params["jaxpr"],
                                                               tuple(unknowns))
   residuals = [core.Var(aval) for aval in known.out_avals[len(known.out_avals) - num_res:]]
   known_eqn = JaxprEqn([a for a, u in zip(eqn.invars, unknowns) if not u],

@@ -7,6 +7,7 @@ rest as constvars.
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -165,8 +166,9 @@ def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 partial_eval_jaxpr_custom_rules: dict[core.Primitive, Callable] = {}
 
 
-def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool],
-                       instantiate: bool | Sequence[bool] = False
+@functools.lru_cache(maxsize=4096)
+def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: tuple[bool, ...],
+                       instantiate: bool | tuple[bool, ...] = False
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
   """Splits `jaxpr` into the equations computable from its known inputs and the rest.
 
@@ -174,7 +176,9 @@ def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: Sequence[bool],
   returns the known outputs followed by the residuals (known values the unknown equations
   read); `unknown` takes the residuals followed by the unknown inputs and returns the
   unknown outputs. Outputs marked in `instantiate` are unknown even when the known inputs
-  determine them (the unknown jaxpr returns them from residuals).
+  determine them (the unknown jaxpr returns them from residuals). Cached per (jaxpr,
+  unknowns, instantiate), like the other jaxpr transformations: a new jaxpr object would
+  mean a new compilation on every call.
   """
   inner = jaxpr.jaxpr
   unknown_vars = {v for v, u in zip(inner.invars, unknowns) if u}

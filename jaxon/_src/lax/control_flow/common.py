@@ -21,6 +21,7 @@ from jaxon._src import core, dtypes, tree_util
 from jaxon._src.config import config
 from jaxon._src.core import ClosedJaxpr, Jaxpr, ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.lax import lax
 
 # Flags that change what a function traces to; part of the tracing cache's key.
 _TRACE_CONTEXT_FLAGS = ("jax_enable_x64", "jax_threefry_partitionable",
@@ -191,7 +192,6 @@ def promote_weak_carry(init: Sequence[Any], out_avals: Sequence[ShapedArray]
   """Weakly typed initial carries (Python scalars) take the dtype the body gives them, as
   in JAX: `fori_loop(0, n, lambda i, x: x + 1.5, 0)` carries a float. Returns the new
   initial values and whether any changed (the body is then traced again)."""
-  from jaxon._src.lax import lax
   init = list(init)
   changed = False
   for i, (x, out) in enumerate(zip(init, out_avals)):
@@ -204,7 +204,6 @@ def promote_weak_carry(init: Sequence[Any], out_avals: Sequence[ShapedArray]
 
 def select_examples(which: Any, *cases: Any) -> Any:
   """`select_n` with a per-example selector along the leading axis of the cases."""
-  from jaxon._src.lax import lax
   shape = core.get_aval(cases[0]).shape
   if core.get_aval(which).shape != shape:
     which = lax.broadcast_in_dim(which, shape, (0,))

@@ -153,9 +153,6 @@ def _cond_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
                        for a, nz in zip(branches[0].out_avals, out_nonzeros)]
 
 
-_partial_eval_jaxpr = functools.lru_cache(maxsize=4096)(pe.partial_eval_jaxpr)
-
-
 def _cond_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
                        ) -> tuple[JaxprEqn | None, JaxprEqn, list[bool]]:
   """The known cond computes the known outputs and every branch's residuals (zeros for
@@ -165,9 +162,9 @@ def _cond_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
   if index_unknown:
     return None, eqn, [True] * len(eqn.outvars)
   op_unknowns = tuple(op_unknowns)
-  out_unknowns = tuple(map(any, zip(*[_partial_eval_jaxpr(b, op_unknowns)[2]
+  out_unknowns = tuple(map(any, zip(*[pe.partial_eval_jaxpr(b, op_unknowns)[2]
                                       for b in branches])))
-  splits = [_partial_eval_jaxpr(b, op_unknowns, out_unknowns) for b in branches]
+  splits = [pe.partial_eval_jaxpr(b, op_unknowns, out_unknowns) for b in branches]
   res_avals = [known.out_avals[len(known.out_avals) - n:] for known, _, _, n in splits]
   all_res_avals, slots = _merge_residuals(res_avals)
   known_branches = [_residuals_to_slots(known, n, all_res_avals, slots_i)

@@ -248,9 +248,6 @@ def _ranges(sizes: Sequence[int]) -> tuple[list[range], list[range]]:
   return ranges[:half], ranges[half:]
 
 
-_partial_eval_jaxpr = functools.lru_cache(maxsize=4096)(pe.partial_eval_jaxpr)
-
-
 def _scan_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
                        ) -> tuple[JaxprEqn | None, JaxprEqn | None, list[bool]]:
   """The known scan runs the known part of every iteration now and returns the
@@ -261,14 +258,14 @@ def _scan_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
   const_uk, carry_uk, xs_uk = _split(list(unknowns), nc, ncarry)
   num_ys = len(jaxpr.out_avals) - ncarry
   for _ in range(ncarry + 1):
-    _, _, out_uk, _ = _partial_eval_jaxpr(jaxpr, tuple(const_uk + carry_uk + xs_uk),
+    _, _, out_uk, _ = pe.partial_eval_jaxpr(jaxpr, tuple(const_uk + carry_uk + xs_uk),
                                           tuple(carry_uk) + (False,) * num_ys)
     new_uk = [a or b for a, b in zip(carry_uk, out_uk[:ncarry])]
     if new_uk == carry_uk:
       break
     carry_uk = new_uk
   in_uk = const_uk + carry_uk + xs_uk
-  known, unknown, out_uk, num_res = _partial_eval_jaxpr(
+  known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(
       jaxpr, tuple(in_uk), tuple(carry_uk) + (False,) * num_ys)
   ys_uk = out_uk[ncarry:]
   if not any(out_uk):

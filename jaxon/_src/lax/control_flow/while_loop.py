@@ -188,9 +188,6 @@ def _while_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, cond_nconsts:
                        for a, nz in zip(body_jaxpr.out_avals, carry_nz)]
 
 
-_partial_eval_jaxpr = functools.lru_cache(maxsize=4096)(pe.partial_eval_jaxpr)
-
-
 def _while_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
                         ) -> tuple[JaxprEqn | None, JaxprEqn | None, list[bool]]:
   """The known carries come from a loop over the known part of the body. The unknown
@@ -200,17 +197,17 @@ def _while_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
   nc_cond, nc_body = p["cond_nconsts"], p["body_nconsts"]
   cond_uk, const_uk, carry_uk = _split(list(unknowns), nc_cond, nc_body)
   for _ in range(len(carry_uk) + 1):
-    _, _, out_uk, _ = _partial_eval_jaxpr(p["body_jaxpr"], tuple(const_uk + carry_uk))
+    _, _, out_uk, _ = pe.partial_eval_jaxpr(p["body_jaxpr"], tuple(const_uk + carry_uk))
     new_uk = [a or b for a, b in zip(carry_uk, out_uk)]
     if new_uk == carry_uk:
       break
     carry_uk = new_uk
-  _, _, pred_uk, _ = _partial_eval_jaxpr(p["cond_jaxpr"], tuple(cond_uk + carry_uk))
+  _, _, pred_uk, _ = pe.partial_eval_jaxpr(p["cond_jaxpr"], tuple(cond_uk + carry_uk))
   if pred_uk[0] or all(carry_uk):
     return None, eqn, [True] * len(carry_uk)
   if not any(carry_uk):
     return eqn, None, carry_uk
-  known_body, _, _, num_res = _partial_eval_jaxpr(p["body_jaxpr"], tuple(const_uk + carry_uk),
+  known_body, _, _, num_res = pe.partial_eval_jaxpr(p["body_jaxpr"], tuple(const_uk + carry_uk),
                                                   tuple(carry_uk))
   n_known = len(known_body.out_avals) - num_res
   body, _ = pe.dce_jaxpr(known_body.jaxpr, [True] * n_known + [False] * num_res)
