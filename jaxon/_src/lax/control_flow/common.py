@@ -149,11 +149,6 @@ def split_list(xs: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
   return out
 
 
-def closed_call(jaxpr: ClosedJaxpr, *args: Any) -> list[Any]:
-  """Evaluates `jaxpr` on `args` through the current trace."""
-  return core.eval_jaxpr(jaxpr.jaxpr, jaxpr.consts, *args)
-
-
 def check_carry_type(what: str, fun: Callable, in_carry: Any,
                      out_tree: tree_util.PyTreeDef, out_avals: Sequence[ShapedArray]) -> None:
   """Raises JAX's TypeError when a loop body's output carry differs from its input carry

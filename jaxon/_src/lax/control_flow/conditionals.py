@@ -210,7 +210,7 @@ def _residuals_to_slots(known: ClosedJaxpr, num_res: int, slot_avals: Sequence[S
                         slots: Sequence[int]) -> ClosedJaxpr:
   """`known` returning its residuals in their slots and zeros in the others."""
   def in_slots(*args: Any) -> list[Any]:
-    outs = common.closed_call(known, *args)
+    outs = core.jaxpr_as_fun(known)(*args)
     n = len(outs) - num_res
     by_slot = dict(zip(slots, outs[n:]))
     return outs[:n] + [by_slot[i] if i in by_slot else ad.zeros_like_aval(a)
@@ -273,7 +273,7 @@ def _batched_index_as_select(axis_data: batching.AxisData, vals: Sequence[Any],
     batched, _ = batching.batch_jaxpr(branch, axis_data, in_dims, out_dims)
     taken = lax.eq(index, np.int32(i))
     ops_i = [common.select_examples(taken, ad.stop_gradient(x), x) for x in ops]
-    branch_outs.append(common.closed_call(batched, *ops_i))
+    branch_outs.append(core.jaxpr_as_fun(batched)(*ops_i))
   outs = [common.select_examples(index, *cases) for cases in zip(*branch_outs)]
   return outs, [0] * len(outs)
 

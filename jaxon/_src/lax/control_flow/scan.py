@@ -171,7 +171,7 @@ def _scan_impl(*args: Any, reverse: bool, length: int, jaxpr: ClosedJaxpr, num_c
   def iteration(i: Any, carry: list, ys: list) -> tuple[list, list]:
     index = lax.sub(np.int32(length - 1), i) if reverse else i
     x = [slicing.dynamic_index_in_dim(v, index, keepdims=False) for v in xs]
-    carry, y = common.split_list(common.closed_call(jaxpr, *consts, *carry, *x), [num_carry])
+    carry, y = common.split_list(core.jaxpr_as_fun(jaxpr)(*consts, *carry, *x), [num_carry])
     ys = [slicing.dynamic_update_index_in_dim(buf, v, index, 0) for buf, v in zip(ys, y)]
     return carry, ys
 

@@ -108,7 +108,7 @@ def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any]
 @functools.partial(custom_jvp, nondiff_argnums=(0, 1))
 def _custom_root(lengths: tuple[int, ...], jaxprs: _RootJaxprs, *args: Any) -> list[Any]:
   (_, solve_consts, _), guess = _split(args, lengths)
-  return common.closed_call(jaxprs.solve, *solve_consts, *guess)
+  return core.jaxpr_as_fun(jaxprs.solve)(*solve_consts, *guess)
 
 
 @_custom_root.defjvp
@@ -121,11 +121,11 @@ def _custom_root_jvp(lengths: tuple[int, ...], jaxprs: _RootJaxprs, primals: Seq
   outs = _custom_root(lengths, jaxprs, *primals)
   n = len(jaxprs.f.out_avals)
   solution, aux = outs[:n], outs[n:]
-  _, rhs = ad.jvp_flat(lambda *m: common.closed_call(jaxprs.f, *m, *solution), f_consts,
+  _, rhs = ad.jvp_flat(lambda *m: core.jaxpr_as_fun(jaxprs.f)(*m, *solution), f_consts,
                        f_consts_dot)
   rhs = [ad.instantiate_zeros(t) for t in rhs]
-  solution_dot = [lax.neg(t) for t in common.closed_call(jaxprs.linearize_and_solve,
-                                                         *ls_consts, *solution, *rhs)]
+  solve_tangents = core.jaxpr_as_fun(jaxprs.linearize_and_solve)
+  solution_dot = [lax.neg(t) for t in solve_tangents(*ls_consts, *solution, *rhs)]
   aux_dot = [ad.zeros_like_aval(core.get_aval(a).to_tangent_aval()) for a in aux]
   return outs, solution_dot + aux_dot
 
