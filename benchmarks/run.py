@@ -373,6 +373,71 @@ def odeint_node_grad(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+# ----------------------------------------------------------------------------- example libraries
+
+CNN_BATCH, ADAM_STEPS = 32, 10
+
+
+def _example_library(fw: Framework, name: str) -> ModuleType:
+  import importlib
+  return importlib.import_module(f"{fw.name}.example_libraries.{name}")
+
+
+@workload("stax_cnn_adam_step", unit="step", units_per_run=ADAM_STEPS, repeat=15)
+def stax_cnn_adam_step(fw: Framework) -> Callable[[], Any]:
+  """Steady state of a jitted adam training step of a stax CNN (Conv 32 3x3 SAME, Relu,
+  Conv 32 3x3 SAME, Relu, AvgPool 2x2, Flatten, Dense 10, LogSoftmax) on 8x8x1 images at
+  batch 32, parameters from the library's own init."""
+  import importlib
+  stax, optimizers = _example_library(fw, "stax"), _example_library(fw, "optimizers")
+  random, jnp = importlib.import_module(f"{fw.name}.random"), fw.jnp
+  init, apply = stax.serial(
+      stax.Conv(32, (3, 3), padding="SAME"), stax.Relu,
+      stax.Conv(32, (3, 3), padding="SAME"), stax.Relu,
+      stax.AvgPool((2, 2), (2, 2)), stax.Flatten, stax.Dense(10), stax.LogSoftmax)
+  _, params = init(random.PRNGKey(0), (-1, 8, 8, 1))
+  rng = np.random.default_rng(0)
+  x = fw.device_put(rng.normal(size=(CNN_BATCH, 8, 8, 1)).astype(np.float32))
+  y = fw.device_put(np.eye(10, dtype=np.float32)[rng.integers(0, 10, CNN_BATCH)])
+  opt_init, opt_update, get_params = optimizers.adam(1e-3)
+
+  def loss(params, x, y):
+    return -jnp.mean(jnp.sum(apply(params, x) * y, axis=-1))
+
+  @fw.jit
+  def step(i, opt_state, x, y):
+    return opt_update(i, fw.grad(loss)(get_params(opt_state), x, y), opt_state)
+  state0 = opt_init(params)
+
+  def run() -> Any:
+    state = state0
+    for i in range(ADAM_STEPS):
+      state = step(i, state, x, y)
+    return fw.block_until_ready(get_params(state))
+  return run
+
+
+@workload("adam_update_1m", unit="update", units_per_run=ADAM_STEPS)
+def adam_update_1m(fw: Framework) -> Callable[[], Any]:
+  """A jitted optimizers.adam update of a 1M-parameter pytree (a dict of four 512x512
+  matrices), gradients given: the optimizer's own cost, per call."""
+  optimizers = _example_library(fw, "optimizers")
+  rng = np.random.default_rng(0)
+  params = {f"w{k}": fw.device_put(rng.normal(size=(512, 512)).astype(np.float32))
+            for k in range(4)}
+  grads = {k: fw.device_put(rng.normal(size=(512, 512)).astype(np.float32)) for k in params}
+  opt_init, opt_update, get_params = optimizers.adam(1e-3)
+  update = fw.jit(opt_update)
+  state0 = opt_init(params)
+
+  def run() -> Any:
+    state = state0
+    for i in range(ADAM_STEPS):
+      state = update(i, grads, state)
+    return fw.block_until_ready(get_params(state))
+  return run
+
+
 # ----------------------------------------------------------------------------- runner
 
 
