@@ -4,11 +4,28 @@ import os as _os
 
 _os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")  # keep jaxlib's INFO lines off stderr
 
-from jaxon._src.config import config as config  # noqa: E402
+from jaxon._src.config import (  # noqa: E402
+    check_tracer_leaks as check_tracer_leaks,
+    checking_leaks as checking_leaks,
+    config as config,
+    debug_infs as debug_infs,
+    debug_nans as debug_nans,
+    default_matmul_precision as default_matmul_precision,
+    default_prng_impl as default_prng_impl,
+    disable_jit as disable_jit,
+    enable_checks as enable_checks,
+    explain_cache_misses as explain_cache_misses,
+    log_compiles as log_compiles,
+    numpy_rank_promotion as numpy_rank_promotion,
+    threefry_partitionable as threefry_partitionable,
+)
+from jaxon._src.dtypes import float0 as float0
 from jaxon._src.xla.array import Array as Array
+from jaxon._src.xla.client import Device as Device
 from jaxon._src.api import (
     ShapeDtypeStruct as ShapeDtypeStruct,
     block_until_ready as block_until_ready,
+    clear_caches as clear_caches,
     default_backend as default_backend,
     device_count as device_count,
     device_get as device_get,
@@ -42,6 +59,10 @@ from jaxon._src.lax.control_flow.remat import (
     remat as remat,
 )
 from jaxon._src.named_scope import named_call as named_call, named_scope as named_scope
+from jaxon._src.callback import (
+    effects_barrier as effects_barrier,
+    pure_callback as pure_callback,
+)
 from jaxon._src.tree_util import (
     tree_flatten as tree_flatten,
     tree_leaves as tree_leaves,
@@ -68,5 +89,11 @@ from jaxon import nn as nn
 from jaxon import random as random
 from jaxon import ad_checkpoint as ad_checkpoint
 from jaxon import custom_derivatives as custom_derivatives
+from jaxon import debug as debug
+from jaxon import typing as typing
+from jaxon import stages as stages
+from jaxon import sharding as sharding
+from jaxon._src import leak_checker as _leak_checker  # noqa: F401  (its flag's hooks)
+from jaxon._src.install import install_as_jax as install_as_jax
 
 __version__ = "0.1.0"

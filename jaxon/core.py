@@ -20,3 +20,7 @@ from jaxon._src.core import (
     raise_to_shaped as raise_to_shaped,
     valid_jaxtype as valid_jaxtype,
 )
+from jaxon._src.jaxpr_parser import (
+    jaxpr_from_text as jaxpr_from_text,
+    jaxpr_to_text as jaxpr_to_text,
+)

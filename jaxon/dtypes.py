@@ -1,13 +1,16 @@
 """jaxon.dtypes: the dtype helpers of `jax.dtypes` (float0 for integer tangents, bfloat16,
-canonicalization and promotion by JAX's lattice)."""
+canonicalization and promotion by JAX's lattice, and the scalar types `extended` and
+`prng_key` that key dtypes are subtypes of)."""
 from jaxon._src.dtypes import (
     bfloat16 as bfloat16,
     canonicalize_dtype as canonicalize_dtype,
     dtype as dtype,
+    extended as extended,
     finfo as finfo,
     float0 as float0,
     iinfo as iinfo,
     issubdtype as issubdtype,
+    prng_key as prng_key,
     promote_types as promote_types,
     result_type as result_type,
 )

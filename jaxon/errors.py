@@ -1,9 +1,10 @@
 """jaxon.errors: the errors raised when a traced value is used where a concrete one is
-needed (JAX's `jax.errors`)."""
+needed, and when a computation fails while running (JAX's `jax.errors`)."""
 from jaxon._src.errors import (
     ConcretizationTypeError,
     JAXIndexError,
     JAXTypeError,
+    JaxRuntimeError,
     KeyReuseError,
     TracerArrayConversionError,
     TracerBoolConversionError,
@@ -15,9 +16,13 @@ __all__ = [
     "ConcretizationTypeError",
     "JAXIndexError",
     "JAXTypeError",
+    "JaxRuntimeError",
     "KeyReuseError",
     "TracerArrayConversionError",
     "TracerBoolConversionError",
     "TracerIntegerConversionError",
     "UnexpectedTracerError",
 ]
+
+# Printed under its public name, as JAX prints `jax.errors.JaxRuntimeError`.
+JaxRuntimeError.__module__ = "jaxon.errors"

@@ -1,21 +1,23 @@
 """jaxon.random: JAX's functional pseudo-random numbers (re-exports only).
 
-Keys are raw uint32[2] arrays (`PRNGKey`, `key`); typed key arrays are not supported."""
+Keys are typed key arrays (`key`, dtype key<fry>) or raw uint32 key data (`PRNGKey`)."""
 from jaxon._src.random import (
     PRNGKey as PRNGKey,
-    bernoulli as bernoulli,
     bits as bits,
-    categorical as categorical,
-    cauchy as cauchy,
-    choice as choice,
     clone as clone,
-    double_sided_maxwell as double_sided_maxwell,
-    exponential as exponential,
     fold_in as fold_in,
-    geometric as geometric,
-    gumbel as gumbel,
     key as key,
     key_data as key_data,
+    key_impl as key_impl,
+    split as split,
+    wrap_key_data as wrap_key_data,
+)
+from jaxon._src.random_continuous import (
+    bernoulli as bernoulli,
+    cauchy as cauchy,
+    double_sided_maxwell as double_sided_maxwell,
+    exponential as exponential,
+    gumbel as gumbel,
     laplace as laplace,
     logistic as logistic,
     lognormal as lognormal,
@@ -24,18 +26,21 @@ from jaxon._src.random import (
     normal as normal,
     orthogonal as orthogonal,
     pareto as pareto,
-    permutation as permutation,
     rademacher as rademacher,
-    randint as randint,
     rayleigh as rayleigh,
-    shuffle as shuffle,
-    split as split,
     triangular as triangular,
     truncated_normal as truncated_normal,
     uniform as uniform,
     wald as wald,
     weibull_min as weibull_min,
-    wrap_key_data as wrap_key_data,
+)
+from jaxon._src.random_discrete import (
+    categorical as categorical,
+    choice as choice,
+    geometric as geometric,
+    permutation as permutation,
+    randint as randint,
+    shuffle as shuffle,
 )
 from jaxon._src.random_loops import (
     ball as ball,

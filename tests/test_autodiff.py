@@ -60,7 +60,7 @@ def test_vjp_rejects_mismatched_cotangent():
   _, pullback = vjp(lambda x: x * 2, jnp.ones(3))
   with pytest.raises(ValueError, match="Shape of cotangent"):
     pullback(jnp.ones(2))
-  with pytest.raises(TypeError, match="Tree structure"):
+  with pytest.raises(ValueError, match="tree structure"):
     pullback((jnp.ones(3),))
 
 

@@ -231,12 +231,14 @@ def test_jit_equals_eager():
 
 
 def test_random_gamma_primitive_rules():
-  """The primitive's abstract eval keeps a's aval; batching puts the key batch first."""
+  """The primitive's abstract eval keeps a's aval; batching puts the key batch first. As
+  in JAX, the primitive takes typed keys."""
   a = jnp.array([[0.5, 1.5]])
+  key = random.wrap_key_data(KEY)
   aval = jaxon.eval_shape(lambda k, a: random.random_gamma_p.bind(k, a, log_space=False),
-                          KEY, a)
+                          key, a)
   assert (aval.shape, aval.dtype) == ((1, 2), np.float32)
-  keys = random.split(KEY, 2)
+  keys = random.split(key, 2)
   out = jaxon.vmap(lambda k: random.random_gamma_p.bind(k, a[0], log_space=False))(keys)
   want = np.stack([random.random_gamma_p.bind(k, a[0], log_space=False) for k in keys])
   np.testing.assert_array_equal(out, want)

@@ -431,3 +431,16 @@ def test_tree_module_aliases():
   assert jaxon.tree.flatten_with_path([5])[1] == jaxon.tree.structure([0])
   assert jaxon.tree.map_with_path(lambda p, x: len(p), tree) == {"a": [2, 2], "b": (2,)}
   assert jaxon.tree.broadcast(0, [1, (2,)]) == [0, (0,)]
+
+
+def test_path_functions_call_is_leaf_with_the_node_unless_told_it_takes_the_path():
+  """JAX calls `is_leaf(node)`; `is_leaf_takes_path=True` makes it `is_leaf(path, node)`."""
+  tree = {"a": 1, "b": (2, 3)}
+  leaves = tu.tree_leaves_with_path(tree, is_leaf=lambda x: isinstance(x, tuple))
+  assert [leaf for _, leaf in leaves] == [1, (2, 3)]
+  seen = []
+  tu.tree_flatten_with_path(
+      tree, is_leaf=lambda path, x: seen.append(path) or False, is_leaf_takes_path=True)
+  assert (DictKey("b"),) in seen
+  same = tu.tree_map_with_path(lambda p, x: x, tree, is_leaf=lambda x: isinstance(x, tuple))
+  assert same == tree

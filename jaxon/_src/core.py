@@ -20,7 +20,11 @@ Terms used throughout jaxon:
 from __future__ import annotations
 
 import itertools
+import os
+import re
+import sys
 import threading
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -29,6 +33,7 @@ import numpy as np
 
 from jaxon._src import dtypes
 from jaxon._src import pretty_printer as pp
+from jaxon._src import traceback_util
 from jaxon._src.errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -52,7 +57,12 @@ class ShapedArray(AbstractValue):
 
   def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
     self.shape = tuple(int(d) for d in shape)
-    self.dtype = np.dtype(dtype)
+    try:
+      self.dtype = np.dtype(dtype)
+    except TypeError:
+      if not dtypes.is_extended(dtype):
+        raise
+      self.dtype = dtype
     self.weak_type = bool(weak_type)
 
   ndim = property(lambda self: len(self.shape))
@@ -67,7 +77,8 @@ class ShapedArray(AbstractValue):
     return self.update(weak_type=False) if self.weak_type else self
 
   def to_tangent_aval(self) -> ShapedArray:
-    """Tangents of integer and boolean values have dtype float0 (they carry no data)."""
+    """Tangents of integer, boolean and extended-dtype (key) values have dtype float0 (they
+    carry no data)."""
     if dtypes.is_inexact(self.dtype):
       return self
     return ShapedArray(self.shape, dtypes.float0)
@@ -90,6 +101,15 @@ class ShapedArray(AbstractValue):
   __str__ = __repr__
 
 
+def physical_aval(aval: ShapedArray) -> ShapedArray:
+  """The aval of the data behind `aval`: for an extended dtype, the element dtype with the
+  element shape appended (`key<fry>[4]` is stored as `u32[4,2]`); other avals as they are."""
+  dtype = aval.dtype
+  if not dtypes.is_extended(dtype):
+    return aval
+  return ShapedArray(aval.shape + dtype.element_shape, dtype.element_dtype)
+
+
 def raise_to_shaped(aval: ShapedArray, weak_type: bool | None = None) -> ShapedArray:
   return aval if weak_type is None else aval.update(weak_type=weak_type)
 
@@ -98,7 +118,13 @@ _aval_handlers: dict[type, Callable[[Any], ShapedArray]] = {}
 
 
 def _python_scalar_aval(x: Any) -> ShapedArray:
+  """A Python int becomes the default int, so one that int cannot hold is rejected here,
+  where every transformation and primitive bind first sees it (JAX's abstractification)."""
   dtype = dtypes.canonicalize_dtype(dtypes.dtype(x))
+  if type(x) is int:
+    bounds = np.iinfo(dtype)
+    if not bounds.min <= x <= bounds.max:
+      raise OverflowError(f"Python int {x} too large to convert to {dtype.name}")
   return ShapedArray((), dtype, weak_type=type(x) is not bool)
 
 
@@ -144,6 +170,9 @@ class Primitive:
   """A named operation whose meaning is given by rules registered per transformation."""
 
   multiple_results = False
+  # Whether applying it acts outside the program (calls into Python to print or do I/O):
+  # its equations are kept even when nothing reads their outputs (see `eqn_has_effects`).
+  effectful = False
 
   def __init__(self, name: str):
     self.name = name
@@ -178,10 +207,18 @@ class Primitive:
 
 
 class Trace:
-  """Interprets primitives applied to its tracers. Subclasses define `process_primitive`."""
+  """Interprets primitives applied to its tracers. Subclasses define `process_primitive`.
+
+  Each trace remembers where the user entered jaxon to start it (`_origin`: one stack walk
+  per trace), so that a tracer used after its transformation returned can say where it
+  came from. While leak checking is on, `_tracer_sites` maps id(tracer) to the line that
+  created it (see `set_tracer_creation_hook`)."""
+
+  _tracer_sites: dict[int, str] | None = None
 
   def __init__(self) -> None:
     self._invalidated = False
+    self._origin = _entry_site(sys._getframe(1))
 
   def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
     raise NotImplementedError
@@ -189,6 +226,8 @@ class Trace:
   def invalidate(self) -> None:
     """Called when the transformation that owns this trace returns."""
     self._invalidated = True
+    if trace_end_hook is not None:
+      trace_end_hook(self)
 
   # A function with a custom derivative reaches each trace as a call (seed 002's
   # final-style `custom_jvp_call`/`custom_vjp_call`): the trace sees the Python callables,
@@ -209,9 +248,7 @@ class Trace:
   def check_not_escaped(self, x: Any) -> None:
     """Raises if `x` is a tracer of a transformation that has already returned."""
     if isinstance(x, Tracer) and x._trace._invalidated:
-      raise UnexpectedTracerError(
-          f"Encountered an unexpected tracer {x} from a transformation that already "
-          f"finished, while running {type(self).__name__}.")
+      raise escaped_tracer_error(x, f"while a {type(self).__name__} was tracing")
 
   def __repr__(self) -> str:
     return f"{type(self).__name__}"
@@ -220,14 +257,22 @@ class Trace:
 class EvalTrace(Trace):
   """The bottom trace: runs each primitive's impl rule on concrete values."""
 
+  def __init__(self) -> None:  # it never ends, and is made outside any user call
+    self._invalidated = False
+    self._origin = None
+
   def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
     for arg in args:
       if isinstance(arg, Tracer):
-        self.check_not_escaped(arg)
+        if arg._trace._invalidated:
+          raise escaped_tracer_error(arg, f"in eager evaluation of '{primitive.name}'")
         raise UnexpectedTracerError(
             f"Primitive '{primitive.name}' received the tracer {arg} outside of the "
             "transformation that created it.")
-    return primitive.impl(*args, **params)
+    out = primitive.impl(*args, **params)
+    if eval_output_check is not None:
+      eval_output_check(primitive, args, params, out)
+    return out
 
   def process_custom_jvp_call(self, primitive: Primitive, fun: Callable, jvp: Callable,
                               args: Sequence[Any], symbolic_zeros: bool) -> list[Any]:
@@ -264,6 +309,79 @@ def set_current_trace(trace: Trace) -> Iterator[None]:
 
 def is_eval_trace_current() -> bool:
   return type(_trace_state.trace) is EvalTrace
+
+
+# ----------------------------------------------------------------------------- debugging hooks
+# Installed by jaxon's debugging modules (debug_nans, the leak checker) while their flags
+# are on. When None, each costs one global read where it is consulted.
+
+# `check(primitive, args, params, outputs)`: run on every eagerly evaluated primitive.
+eval_output_check: Callable[[Primitive, Sequence[Any], dict, Any], None] | None = None
+# `hook(trace)`: run as each transformation returns, once its trace is invalidated.
+trace_end_hook: Callable[[Trace], None] | None = None
+
+
+def set_tracer_creation_hook(hook: Callable[[Tracer, Trace], None] | None) -> None:
+  """Runs `hook(tracer, trace)` as each tracer is created (None: stops). While set, each
+  tracer class's `__init__` is wrapped (every one takes its trace first); unset, the
+  originals are back, so creating a tracer costs nothing extra."""
+  for cls, init in _unhooked_inits.items():
+    cls.__init__ = init  # type: ignore[method-assign]
+  _unhooked_inits.clear()
+  if hook is None:
+    return
+  classes = [Tracer]
+  while classes:
+    cls = classes.pop()
+    classes.extend(cls.__subclasses__())
+    init = cls.__dict__.get("__init__")
+    if init is not None:
+      _unhooked_inits[cls] = init
+      cls.__init__ = _with_hook(init, hook)  # type: ignore[method-assign]
+
+
+_unhooked_inits: dict[type, Callable] = {}
+
+
+def _with_hook(init: Callable, hook: Callable[[Tracer, Trace], None]) -> Callable:
+  def hooked_init(self: Tracer, trace: Trace, *args: Any, **kwargs: Any) -> None:
+    init(self, trace, *args, **kwargs)
+    hook(self, trace)
+  return hooked_init
+
+
+# jaxon's own source files: their frames are skipped when naming the user's line.
+_JAXON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_frame(frame: types.FrameType | None
+               ) -> tuple[types.FrameType | None, types.CodeType | None]:
+  """The innermost frame at or above `frame` that is not jaxon's, and the code of the jaxon
+  function it called: the API the user entered (`vmap.<locals>.vmap_f`, …)."""
+  entry = None
+  while frame is not None and frame.f_code.co_filename.startswith(_JAXON_DIR):
+    if frame.f_code is not traceback_util.WRAPPER_CODE:  # `api_boundary` passing calls on
+      entry = frame.f_code
+    frame = frame.f_back
+  return frame, entry
+
+
+def describe_frame(frame: types.FrameType) -> str:
+  """`file:line:column (function)`, the column of the call the frame is making."""
+  code = frame.f_code
+  position = next(itertools.islice(code.co_positions(), frame.f_lasti // 2, None), None)
+  column = f":{position[2]}" if position and position[2] is not None else ""
+  return f"{code.co_filename}:{frame.f_lineno}{column} ({code.co_name})"
+
+
+def _entry_site(frame: types.FrameType | None) -> tuple[str, str, int, str] | None:
+  """(the jaxon API the user called, and the file, line and function that called it)."""
+  frame, entry = user_frame(frame)
+  if frame is None or entry is None:
+    return None
+  api = entry.co_qualname.partition(".")[0]
+  return ("jit" if api == "JitFunction" else api, frame.f_code.co_filename, frame.f_lineno,
+          frame.f_code.co_name)
 
 
 class Tracer:
@@ -337,6 +455,31 @@ class Tracer:
 
   def __repr__(self) -> str:
     return f"Traced<{self.aval.str_short()}>with<{type(self._trace).__name__}>"
+
+
+def escaped_tracer_error(tracer: Tracer, context: str) -> UnexpectedTracerError:
+  """The error for `tracer` used after its transformation returned (`context` says how):
+  it names the transformation, the user's line that called it and, if leak checking
+  recorded it, the line that created the tracer."""
+  trace = tracer._trace
+  origin = trace._origin
+  where = (f" (started inside `{origin[0]}`, called at {origin[1]}:{origin[2]} in "
+           f"{origin[3]})" if origin else "")
+  created = (trace._tracer_sites or {}).get(id(tracer))
+  if created is not None:
+    how = f"The leaked intermediate value was created on line {created}."
+  else:
+    how = ("To catch the leak earlier, and learn which line created the tracer, set the "
+           "environment variable JAX_CHECK_TRACER_LEAKS=1 or use the "
+           "`jaxon.checking_leaks()` context manager.")
+  return UnexpectedTracerError(
+      "Encountered an unexpected tracer. A function transformed by JAX had a side effect, "
+      "allowing for a reference to an intermediate value with type "
+      f"{tracer.aval.str_short(short_dtypes=False)} wrapped in a {type(tracer).__name__} to "
+      "escape the scope of the transformation.\nJAX transformations require that functions "
+      "explicitly return their outputs, and disallow saving intermediate values to global "
+      f"state.\nThe tracer {tracer} escaped from a {type(trace).__name__}{where}, which has "
+      f"already returned, and was used again {context}.\n{how}", escaped=False)
 
 
 def concrete_or_none(value: Any) -> Any:
@@ -480,6 +623,27 @@ def jaxpr_as_fun(closed_jaxpr: ClosedJaxpr) -> Callable[..., list[Any]]:
   return lambda *args: eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *args)
 
 
+def has_effects(primitive: Primitive, params: dict) -> bool:
+  """Whether applying `primitive` with `params` must happen even if nothing reads its
+  outputs: it is effectful, or it carries a jaxpr (a loop body, a branch, a nested jit)
+  with an effectful equation."""
+  if primitive.effectful:
+    return True
+  for value in params.values():
+    inner = value if type(value) is tuple else (value,)
+    if any(isinstance(j, (Jaxpr, ClosedJaxpr)) and jaxpr_has_effects(j) for j in inner):
+      return True
+  return False
+
+
+def eqn_has_effects(eqn: JaxprEqn) -> bool:
+  return has_effects(eqn.primitive, eqn.params)
+
+
+def jaxpr_has_effects(jaxpr: Jaxpr | ClosedJaxpr) -> bool:
+  return any(map(eqn_has_effects, _open(jaxpr).eqns))
+
+
 def check_jaxpr(jaxpr: Jaxpr) -> None:
   """Checks every variable is bound before use and every equation's types by abstract eval."""
   bound: set[Var] = set(jaxpr.constvars) | set(jaxpr.invars)
@@ -525,8 +689,42 @@ class PrintContext:
       name = self.names[v] = _alphabetic_name(next(self._counter))
     return name
 
-  def atom(self, a: Atom) -> str:
-    return repr(a) if type(a) is Literal else self.name(a)
+  def atom(self, a: Atom, context_dtypes: Sequence[Any] = ()) -> str:
+    return pp_literal(a, context_dtypes) if type(a) is Literal else self.name(a)
+
+
+# A literal prints as its value alone, as seed 001's jaxprs show them, when a reader can tell
+# its dtype: the first dtype of its kind among the equation's other operands and its
+# outputs (`context_dtypes`), else the kind's default below. Any other literal also prints
+# its type, as JAX 0.10.2 prints every literal (`3:i8[]`), so the text is never ambiguous.
+_LITERAL_DEFAULT_DTYPES = {"b": np.dtype(bool), "i": np.dtype(np.int32),
+                           "f": np.dtype(np.float32), "c": np.dtype(np.complex64)}
+
+
+def literal_kind(dtype: Any) -> str | None:
+  """The kind a scalar's text shows: `b` (True), `i` (2), `f` (2.0), `c` (2j); None for
+  dtypes whose values have no literal text (extended dtypes, float0)."""
+  if dtypes.is_extended(dtype) or dtype == dtypes.float0:
+    return None
+  if dtypes.is_bool(dtype):
+    return "b"
+  if dtypes.is_integer(dtype):
+    return "i"
+  return "c" if dtypes.is_complex(dtype) else "f" if dtypes.is_float(dtype) else None
+
+
+def literal_dtype_in_context(kind: str, context_dtypes: Sequence[Any]) -> np.dtype:
+  """The dtype of a literal of `kind` printed without one, among `context_dtypes`."""
+  return next((d for d in context_dtypes if literal_kind(d) == kind),
+              _LITERAL_DEFAULT_DTYPES[kind])
+
+
+def pp_literal(literal: Literal, context_dtypes: Sequence[Any]) -> str:
+  dtype = literal.aval.dtype
+  kind = literal_kind(dtype)
+  if kind is not None and literal_dtype_in_context(kind, context_dtypes) == dtype:
+    return repr(literal)
+  return f"{literal!r}:{literal.aval.str_short()}"
 
 
 # Primitives that print themselves specially (pjit names its inner variables after the
@@ -547,9 +745,12 @@ def pp_param(key: str, value: Any, context: PrintContext) -> pp.Doc:
         pp.text("("), pp.brk(""),
         pp.join(pp.brk(), [pp_jaxpr(_open(j), context) for j in value])]))
         + pp.brk("") + pp.text(")"))
-  else:
-    body = pp.text(str(value))
+  else:  # object addresses (a callback's function) vary from run to run: JAX masks them
+    body = pp.text(_ADDRESS.sub(lambda m: " at 0x" + "X" * len(m.group(1)), str(value)))
   return pp.text(f"{key}=") + body
+
+
+_ADDRESS = re.compile(r" at 0x([0-9a-fA-F]+)")
 
 
 def _open(j: Jaxpr | ClosedJaxpr) -> Jaxpr:
@@ -575,8 +776,9 @@ def pp_standard_eqn(eqn: JaxprEqn, context: PrintContext,
   """`outs = name[params] operands`: the binders are named before the params are printed;
   params print sorted by name unless `param_order` says otherwise."""
   lhs = pp_binders(eqn.outvars, context)
+  eqn_dtypes = [a.aval.dtype for a in (*eqn.invars, *eqn.outvars) if type(a) is not Literal]
   rhs = [pp.text(eqn.primitive.name), pp_params(eqn.params, context, param_order),
-         pp.text(" " + " ".join(context.atom(a) for a in eqn.invars))]
+         pp.text(" " + " ".join(context.atom(a, eqn_dtypes) for a in eqn.invars))]
   return pp.concat([lhs, pp.text(" = "), *rhs]) if eqn.outvars else pp.concat(rhs)
 
 

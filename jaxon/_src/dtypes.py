@@ -37,6 +37,52 @@ complex64, complex128 = np.complex64, np.complex128
 # The tangent dtype of integer and boolean values: zero bytes per element.
 float0 = np.dtype([("float0", np.void, 0)])
 
+# ----------------------------------------------------------------------------- extended dtypes
+
+
+class extended(np.generic):  # noqa: N801 (JAX's name)
+  """The scalar type above every extended dtype, for `issubdtype(dt, extended)`."""
+
+
+class prng_key(extended):  # noqa: N801 (JAX's name)
+  """The scalar type of PRNG key dtypes (`key<fry>`)."""
+
+
+class ExtendedDType:
+  """A dtype NumPy does not have: each element is stored as a small array of a NumPy dtype
+  (its *physical* representation), which stays hidden from the user.
+
+  A PRNG key is the example: `key<fry>` elements are uint32[2]. Arrays of an extended
+  dtype have the logical shape only (a key array of shape (4,) is uint32[4, 2] on the
+  device); the lowering of a program appends `element_shape` to every such aval, and the
+  primitives that move elements around (reshape, slice, gather, concatenate, …) leave the
+  trailing dimensions untouched. Arithmetic has no meaning on them and is refused.
+  """
+
+  type: type = extended
+  name: str = "extended"
+  element_shape: tuple[int, ...] = ()
+  element_dtype: np.dtype = np.dtype(np.uint32)
+
+  @property
+  def itemsize(self) -> int:
+    return self.element_dtype.itemsize * int(np.prod(self.element_shape, dtype=np.int64))
+
+  def full(self, shape: tuple[int, ...], fill_value: Any) -> Any:
+    """An array of `shape` of this dtype whose physical data is all `fill_value` (how
+    `lax.full` and `zeros_like` make one): defined by each extended dtype."""
+    raise NotImplementedError(f"arrays of dtype {self.name} cannot be filled")
+
+  def __repr__(self) -> str:
+    return self.name
+
+  __str__ = __repr__
+
+
+def is_extended(dt: Any) -> bool:
+  return isinstance(dt, ExtendedDType)
+
+
 # The narrow floats: each promotes only with itself and with weak (Python) scalars.
 _FP8_DTYPES = [np.dtype(t) for t in (float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz,
                                      float8_e4m3, float8_e3m4, float8_e4m3fnuz,
@@ -93,7 +139,7 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
 def check_user_dtype_supported(dtype: Any, fun_name: str) -> None:
   """Warns, as JAX does, when a dtype the user asked for by name is narrowed (a 64-bit
   type without x64): the result silently having another dtype would surprise."""
-  if dtype is None or _x64:
+  if dtype is None or _x64 or isinstance(dtype, ExtendedDType):
     return
   dt = np.dtype(dtype)
   narrowed = _TO_32.get(dt, dt)
@@ -105,6 +151,8 @@ def check_user_dtype_supported(dtype: Any, fun_name: str) -> None:
 
 
 def _canonicalize_in(dtype: Any, x64: bool) -> np.dtype:
+  if isinstance(dtype, ExtendedDType):
+    return dtype
   dt = np.dtype(dtype)
   if dt not in _SUPPORTED and dt != float0:
     raise TypeError(f"dtype {dt.name!r} is not a valid jaxon array type; jaxon supports "
@@ -151,6 +199,8 @@ def dtype(x: Any, canonicalize: bool = False) -> np.dtype:
     dt = aval.dtype
   elif isinstance(x, (np.dtype, type, str)):  # before `.dtype`: np.float32 has one too
     dt = np.dtype(x)
+  elif isinstance(x, ExtendedDType):
+    return x
   elif hasattr(x, "dtype"):
     dt = np.dtype(x.dtype)
   else:
@@ -166,7 +216,12 @@ _ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexflo
 
 
 def issubdtype(a: Any, b: Any) -> bool:
-  """`np.issubdtype` that also knows bfloat16 and the float8 types are floating."""
+  """`np.issubdtype` that also knows bfloat16 and the float8 types are floating, and
+  places extended dtypes under their scalar type (`key<fry>` under `prng_key`)."""
+  if isinstance(a, ExtendedDType):
+    return a == b or (isinstance(b, type) and issubclass(a.type, b))
+  if isinstance(b, ExtendedDType):
+    return False
   if a in _ABSTRACT_TYPES:
     return bool(np.issubdtype(a, b))
   dt = np.dtype(a)
@@ -332,6 +387,16 @@ def _promote(dtypes_and_weakness: tuple[tuple[np.dtype, bool], ...], x64: bool,
              inexact: bool) -> tuple[np.dtype, bool]:
   """(canonical dtype, weak type) of the join of the inputs; cached, since every
   operation asks and the combinations in a program are few."""
+  distinct = {dt for dt, _ in dtypes_and_weakness}
+  extended_dtypes = [dt for dt in distinct if isinstance(dt, ExtendedDType)]
+  if extended_dtypes:  # promotes only with itself, and is never made inexact
+    if len(distinct) > 1:
+      raise ValueError(f"dtype={extended_dtypes[0]} is not a valid dtype for JAX type "
+                       "promotion.")
+    if inexact:
+      raise TypeError(f"Cannot interpret '{extended_dtypes[0]}' as a data type for "
+                      "arithmetic: PRNG keys only support shape operations and ==.")
+    return extended_dtypes[0], False
   node = None
   for dt, weak in dtypes_and_weakness:
     arg_node = _node_of(dt, weak)
@@ -346,13 +411,19 @@ def _promote(dtypes_and_weakness: tuple[tuple[np.dtype, bool], ...], x64: bool,
 
 
 def to_inexact_dtype(dt: Any) -> np.dtype:
-  """The float dtype a function like `sin` computes integer inputs in."""
+  """The float dtype a function like `sin` computes integer inputs in. Not a promotion: JAX
+  computes bool and ints of up to 32 bits in float32 even with x64 on, so only a 64-bit int
+  (which exists only under x64) reaches the default float."""
   dt = np.dtype(dt)
-  return dt if is_inexact(dt) else promote_types(dt, default_float_dtype())
+  if is_inexact(dt):
+    return dt
+  return default_float_dtype() if dt.itemsize == 8 else np.dtype(np.float32)
 
 
 def short_name(dt: np.dtype) -> str:
   """`f32`, `i32`, `bool`, `bf16`: the dtype names jaxprs print."""
+  if isinstance(dt, ExtendedDType):
+    return dt.name
   dt = np.dtype(dt)
   if dt == float0:
     return "float0"

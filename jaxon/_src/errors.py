@@ -1,8 +1,16 @@
-"""The error classes JAX raises when a traced value is used where a concrete one is needed.
+"""The error classes JAX raises when a traced value is used where a concrete one is needed,
+and the one a failed computation raises.
 
 Each message says what was traced, and what to do instead.
 """
 from __future__ import annotations
+
+from jaxlib import _jax
+
+# What a computation that failed while running raises (a host callback that raised, an
+# executable that could not run): jaxlib's class itself, as JAX's `jax.errors` has it, so
+# `except JaxRuntimeError` catches what jaxlib raises.
+JaxRuntimeError = _jax.JaxRuntimeError
 
 _CONCRETE_HELP = (
     "This happens when Python code needs a concrete value (an `if`, a `bool()`, an `int()`, a "

@@ -7,7 +7,8 @@ look random; everything else numbers counters and hashes them, so results depend
 the key and the counters, never on how the work is compiled or split.
 
 JAX numbers the counters in two ways, and jaxon reproduces both bit for bit. The flag
-`jax_threefry_partitionable` picks one:
+`jax_threefry_partitionable` picks one (the key primitives record its value when they are
+bound, and pass it here):
 
 * partitionable (the default): the element at flat index i hashes the counter pair
   (hi(i), lo(i)) of its 64-bit index, so any shard of the output can be computed alone;
@@ -25,7 +26,6 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes
-from jaxon._src.config import config
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, shape_ops, slicing, utils
@@ -187,26 +187,28 @@ def iota_2x32_shape(shape: Sequence[int]) -> tuple[Any, Any]:
 
 
 def threefry_seed(seed: Any) -> Any:
-  """The key of an integer seed: (bits 32-63, bits 0-31) of its value as a signed or
-  unsigned integer of its own width (so a 32-bit seed has a zero first word)."""
+  """The key of each integer of `seed` (uint32[*seed.shape, 2]): (bits 32-63, bits 0-31)
+  of its value as a signed or unsigned integer of its own width (so a 32-bit seed has a
+  zero first word)."""
   seed = lax.asarray(seed)
-  if np.shape(seed):
-    raise TypeError(f"PRNG key seed must be a scalar; got an array of shape {np.shape(seed)}.")
   seed_dtype = dtypes.dtype(seed)
   if not dtypes.issubdtype(seed_dtype, np.integer):
     raise TypeError(f"PRNG key seed must be an integer; got dtype {seed_dtype}.")
+  shape = np.shape(seed)
   if seed_dtype.itemsize == 8:
     high = lax.shift_right_logical(seed, np.array(32, seed_dtype))
   else:  # JAX shifts these by 32 too, which gives 0 for any narrower type
-    high = lax.full((), 0, seed_dtype)
+    high = lax.full(shape, 0, seed_dtype)
   words = [lax.convert_element_type(w, np.uint32) for w in (high, seed)]
-  return shape_ops.concatenate([shape_ops.expand_dims(w, (0,)) for w in words], 0)
+  return shape_ops.concatenate([shape_ops.expand_dims(w, (len(shape),)) for w in words],
+                               len(shape))
 
 
-def threefry_split(key: Any, shape: Sequence[int]) -> Any:
-  """`shape` new keys (uint32[*shape, 2]) derived from `key`."""
+def threefry_split(key: Any, shape: Sequence[int], partitionable: bool) -> Any:
+  """`shape` new keys (uint32[*shape, 2]) derived from `key`, in the bit layout of
+  `jax_threefry_partitionable`'s value `partitionable`."""
   shape = tuple(shape)
-  if config.jax_threefry_partitionable:
+  if partitionable:
     return shape_ops.concatenate(
         [shape_ops.expand_dims(w, (len(shape),))
          for w in threefry2x32_p.bind(*_key_words(key), *iota_2x32_shape(shape))], len(shape))
@@ -219,12 +221,14 @@ def threefry_fold_in(key: Any, data: Any) -> Any:
   return threefry_2x32(key, threefry_seed(data))
 
 
-def threefry_random_bits(key: Any, bit_width: int, shape: Sequence[int]) -> Any:
-  """An array of `shape` of random unsigned integers `bit_width` bits wide."""
+def threefry_random_bits(key: Any, bit_width: int, shape: Sequence[int], partitionable: bool
+                         ) -> Any:
+  """An array of `shape` of random unsigned integers `bit_width` bits wide, in the bit
+  layout of `jax_threefry_partitionable`'s value `partitionable`."""
   if bit_width not in _UINT_DTYPES:
     raise TypeError(f"random bits must be 8, 16, 32 or 64 bits wide, got {bit_width}.")
   shape = tuple(shape)
-  if config.jax_threefry_partitionable:
+  if partitionable:
     return _random_bits_partitionable(key, bit_width, shape)
   return _random_bits_original(key, bit_width, shape)
 

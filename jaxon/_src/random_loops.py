@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import api, core, dtypes, prng
+from jaxon._src import api, core, dtypes, prng_keys
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, reductions, shape_ops
 from jaxon._src.lax.control_flow.loops import map as lax_map
@@ -45,11 +45,8 @@ from jaxon._src.random import (
     _result_shape,
     _shape,
     _split,
-    exponential,
-    normal,
-    rademacher,
-    uniform,
 )
+from jaxon._src.random_continuous import exponential, normal, rademacher, uniform
 from jaxon._src.xla import deferred
 
 # ----------------------------------------------------------------------------- helpers
@@ -133,19 +130,17 @@ def _gamma_one(key: KeyArray, alpha: Any, log_space: bool) -> Any:
 def _gamma_impl(key: KeyArray, a: Any, *, log_space: bool) -> Any:
   """Each key (one, or a batch of them matching a's leading dimensions) is split into one
   key per element of its slice of `a`; the elements are sampled under `vmap`."""
-  key_batch_ndim = key.ndim - 1
-  split_count = math.prod(a.shape[key_batch_ndim:])
-  keys = shape_ops.reshape(key, (key.size // 2, 2))
-  keys = api.vmap(lambda k: prng.threefry_split(k, (split_count,)))(keys)
+  split_count = math.prod(a.shape[key.ndim:])
+  keys = prng_keys.random_split(shape_ops.reshape(key, (key.size,)), (split_count,))
   samples = api.vmap(lambda k, alpha: _gamma_one(k, alpha, log_space))(
-      shape_ops.reshape(keys, (a.size, 2)), shape_ops.reshape(a, (a.size,)))
+      shape_ops.reshape(keys, (a.size,)), shape_ops.reshape(a, (a.size,)))
   return shape_ops.reshape(samples, a.shape)
 
 
 def _random_gamma_abstract_eval(key: core.ShapedArray, a: core.ShapedArray, *,
                                 log_space: bool) -> core.ShapedArray:
-  if key.dtype != np.uint32 or key.shape[-1:] != (2,) or key.shape[:-1] != a.shape[:key.ndim - 1]:
-    raise TypeError(f"random_gamma: key must be uint32[..., 2] with batch dimensions leading "
+  if not prng_keys.is_key_dtype(key.dtype) or key.shape != a.shape[:key.ndim]:
+    raise TypeError(f"random_gamma: key must be an array of PRNG keys whose shape leads "
                     f"a's, got key {key.str_short()} and a {a.str_short()}.")
   return core.ShapedArray(a.shape, a.dtype)
 
@@ -698,6 +693,6 @@ def _multinomial(key: KeyArray, n: Array, p: Array, dtype: np.dtype, unroll: int
   p = jnp_shape.moveaxis(p, -1, 0)
   remaining_probs = reductions.cumsum(p, 0, reverse=True)
   ratios = p / ufuncs.where(remaining_probs == 0, 1, remaining_probs)
-  keys = prng.threefry_split(key, (ratios.shape[0],))
+  keys = prng_keys.random_split(key, (ratios.shape[0],))
   _, counts = scan(draw, n, (ratios, keys), unroll=unroll)
   return jnp_shape.moveaxis(counts, 0, -1).astype(dtype)

@@ -319,7 +319,15 @@ register_pytree_with_keys(
 
 # ----------------------------------------------------------------------------- key paths
 
-def tree_flatten_with_path(tree: Any, is_leaf: IsLeaf = None
+def _path_predicate(is_leaf: IsLeaf, is_leaf_takes_path: bool) -> Any:
+  """jaxlib's path flattening calls its predicate with (path, node); a user's `is_leaf`
+  takes the node alone unless `is_leaf_takes_path`, as in JAX."""
+  if is_leaf is None or is_leaf_takes_path:
+    return is_leaf
+  return lambda _, node: is_leaf(node)
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: IsLeaf = None, is_leaf_takes_path: bool = False
                            ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
   """Like `tree_flatten`, each leaf paired with its key path from the root.
 
@@ -327,18 +335,19 @@ def tree_flatten_with_path(tree: Any, is_leaf: IsLeaf = None
     >>> tree_flatten_with_path({'a': (1, 2)})[0]
     [((DictKey(key='a'), SequenceKey(idx=0)), 1), ((DictKey(key='a'), SequenceKey(idx=1)), 2)]
   """
-  return registry.flatten_with_path(tree, is_leaf)
+  return registry.flatten_with_path(tree, _path_predicate(is_leaf, is_leaf_takes_path))
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: IsLeaf = None) -> list[tuple[KeyPath, Any]]:
+def tree_leaves_with_path(tree: Any, is_leaf: IsLeaf = None, is_leaf_takes_path: bool = False
+                          ) -> list[tuple[KeyPath, Any]]:
   """`(key path, leaf)` pairs of `tree`."""
-  return tree_flatten_with_path(tree, is_leaf)[0]
+  return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
-def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None
-                       ) -> Any:
+def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None,
+                       is_leaf_takes_path: bool = False) -> Any:
   """`tree_map` whose `f` also receives the key path: `f(path, x, *xs)`."""
-  path_leaves, treedef = tree_flatten_with_path(tree, is_leaf)
+  path_leaves, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
   rest_leaves = _leaves_up_to(treedef, rest, "tree_map_with_path")
   return treedef.unflatten(f(path, leaf, *xs) for (path, leaf), *xs in
                            zip(path_leaves, *rest_leaves))

@@ -224,9 +224,9 @@ def test_dot_preferred_element_type():
 
 
 def test_dot_errors():
-  with pytest.raises(TypeError, match=r"Incompatible shapes for dot: got \(3,\) and \(4,\)"):
+  with pytest.raises(ValueError, match=r"Incompatible shapes for dot: got \(3,\) and \(4,\)"):
     lax.dot(np.ones(3, np.float32), np.ones(4, np.float32))
-  with pytest.raises(TypeError, match=r"Incompatible shapes for dot"):
+  with pytest.raises(ValueError, match=r"Incompatible shapes for dot"):
     lax.dot(np.ones((2, 3, 4), np.float32), np.ones(4, np.float32))
 
 

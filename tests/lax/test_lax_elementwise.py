@@ -440,12 +440,13 @@ def test_full_like_and_broadcast_shapes():
 # ----------------------------------------------------------------------------- weak types
 
 def test_weak_types():
-  """Python scalars are weak, and so is a result computed only from them; comparisons and
-  is_finite give strong bools."""
+  """Python scalars are weak, and so is a result computed only from them, comparisons and
+  is_finite included (their bools are weak then, as in JAX 0.10.2)."""
   assert lax.add(1.0, 2.0).weak_type and lax.sin(1.0).weak_type
   assert lax.integer_pow(2, 3).weak_type
   assert not lax.add(np.float32(1), 2.0).weak_type
-  assert not lax.eq(1.0, 2.0).weak_type and not lax.is_finite(1.0).weak_type
+  assert lax.eq(1.0, 2.0).weak_type and lax.is_finite(1.0).weak_type
+  assert not lax.eq(np.float32(1), 2.0).weak_type
   assert lax.select_n(True, 1.0, 2.0).weak_type
   assert not lax.select_n(True, np.float32(1), np.float32(2)).weak_type
   x = jnp.ones(3, jnp.bfloat16)

@@ -114,8 +114,7 @@ AXIS_ERRORS = [
      "reduce_sum does not accept dtype bool"),
     (lambda: lax.reduce_and(np.ones(3, np.float32), (0,)), TypeError,
      "reduce_and does not accept dtype float32"),
-    (lambda: lax.reduce_max(np.ones(3, np.complex64), (0,)), TypeError,
-     "reduce_max does not accept dtype complex64"),
+    (lambda: lax.cummax(np.ones(3, np.bool_)), TypeError, "cummax does not accept dtype bool"),
     (lambda: lax.reduce_sum(np.ones((2, 3), np.float32), (2,)), ValueError,
      r"axes \(2,\) are out of bounds for an operand of shape \(2, 3\)"),
     (lambda: lax.reduce_min(np.ones((2, 3), np.float32), (1, -1)), ValueError,
@@ -193,8 +192,8 @@ def _logaddexp_accumulate(x, axis):
 CUMULATIVE = {
     "cumsum": (np.add.accumulate, [F32, I32, U8]),
     "cumprod": (np.multiply.accumulate, [F32, I32]),
-    "cummax": (np.maximum.accumulate, [F32, I32, BOOL]),
-    "cummin": (np.minimum.accumulate, [F32, U8, BOOL]),
+    "cummax": (np.maximum.accumulate, [F32, I32, U8]),  # not bool, as in JAX
+    "cummin": (np.minimum.accumulate, [F32, U8, I32]),
     "cumlogsumexp": (_logaddexp_accumulate, [F32]),
 }
 CUMULATIVE_SHAPES = [((5,), 0), ((0,), 0), ((2, 0), 0), ((3, 4), 0), ((3, 4), -1),

@@ -67,7 +67,10 @@ def accumulator(dtype):
 
 
 def inexact(dtype):
-  return dtype if dtype.kind == "f" or dtype == BF16 else float_dtype()
+  """Bools and integers of up to 32 bits reduce in float32 even with x64 (JAX 0.10.2)."""
+  if dtype.kind == "f" or dtype == BF16:
+    return dtype
+  return float_dtype() if dtype.itemsize == 8 else F32
 
 
 SAME, BOOLEAN, INDEX = (lambda d: d), (lambda d: BOOL), (lambda d: int_dtype())
@@ -236,11 +239,11 @@ def test_half_precision_accumulates_in_float32(dtype):
   check("jnp.var", jnp.var, [x], np.array(0, dtype))
 
 
-def test_python_scalars_stay_weakly_typed():
+def test_reductions_of_python_scalars_are_strongly_typed():
+  """As in JAX 0.10.2: a reduction's result is strong even when its input is weak."""
   for fn in (jnp.sum, jnp.max, jnp.mean, jnp.prod):
     aval = jaxon.make_jaxpr(fn)(2.0).out_avals[0]
-    assert (aval.dtype, aval.weak_type) == (F32, True), f"jnp.{fn.__name__}(2.0): {aval}"
-  assert jaxon.make_jaxpr(jnp.sum)(np.float32(2)).out_avals[0].weak_type is False
+    assert (aval.dtype, aval.weak_type) == (F32, False), f"jnp.{fn.__name__}(2.0): {aval}"
 
 
 def test_var_ddof_and_correction():
@@ -248,8 +251,8 @@ def test_var_ddof_and_correction():
   check("jnp.var(ddof=1)", lambda x: jnp.var(x, 0, ddof=1), [x], np.var(x, 0, ddof=1))
   check("jnp.var(correction=2)", lambda x: jnp.var(x, 1, correction=2), [x],
         np.var(x, 1, ddof=2))
-  check("jnp.std(ddof=4)", lambda x: jnp.std(x, 0, ddof=4), [x],
-        numpy_result(np.std, x, 0, ddof=4).astype(F32))
+  # N - ddof = 0: NaN in JAX (NumPy says inf)
+  check("jnp.std(ddof=4)", lambda x: jnp.std(x, 0, ddof=4), [x], np.full(5, np.nan, F32))
   x = with_nans((4, 5))
   check("jnp.nanvar(ddof=1)", lambda x: jnp.nanvar(x, 1, ddof=1), [x],
         numpy_result(np.nanvar, x, 1, ddof=1).astype(F32))
@@ -408,7 +411,7 @@ ERRORS = [
     (lambda: jnp.mean(_X, axis=2), ValueError,
      "jnp.mean: axis 2 is out of bounds for array of dimension 2"),
     (lambda: jnp.sum(_X, axis=(1, -1)), ValueError, r"duplicate value in 'axis': \(1, -1\)"),
-    (lambda: jnp.sum(_X, axis=1.0), TypeError, "'float' object cannot be interpreted"),
+    (lambda: jnp.sum(_X, axis=1.0), TypeError, r"axis must be None, an int or a tuple"),
     (lambda: jnp.max(np.zeros((2, 0)), axis=1), ValueError,
      "zero-size array to reduction operation max which has no identity"),
     (lambda: jnp.min(_X, where=_X > 0), ValueError,

@@ -236,9 +236,9 @@ X6 = np.zeros(6, np.float32)
 X23 = np.zeros((2, 3), np.float32)
 
 ERROR_CASES = [
-    ("reshape two unknowns", lambda: jnp.reshape(X6, (-1, -1)), ValueError,
+    ("reshape two unknowns", lambda: jnp.reshape(X6, (-1, -1)), TypeError,
      "one unknown dimension"),
-    ("reshape negative", lambda: jnp.reshape(X6, (-2, 3)), ValueError, "negative size"),
+    ("reshape negative", lambda: jnp.reshape(X6, (-2, 3)), TypeError, "negative size"),
     ("reshape unknown size", lambda: jnp.reshape(X6, (4, -1)), TypeError,
      r"cannot reshape array of shape \(6,\) \(size 6\) into shape \(4, -1\)"),
     ("reshape size", lambda: jnp.reshape(X6, (4,)), TypeError,
@@ -259,7 +259,7 @@ ERROR_CASES = [
     ("mT 1d", lambda: jnp.ones(3).mT, ValueError, "at least 2 dimensions"),
     ("moveaxis lengths", lambda: jnp.moveaxis(X23, (0, 1), 0), ValueError,
      "same number of elements"),
-    ("moveaxis repeated", lambda: jnp.moveaxis(X23, (0, 0), (0, 1)), ValueError,
+    ("moveaxis repeated", lambda: jnp.moveaxis(X23, (0, 0), (0, 1)), TypeError,
      "repeated axis"),
     ("squeeze size", lambda: jnp.squeeze(X23, 0), ValueError, "size not equal to one"),
     ("expand_dims repeated", lambda: jnp.expand_dims(X6, (0, 0)), ValueError,
@@ -292,7 +292,7 @@ ERROR_CASES = [
     ("repeat length", lambda: jnp.repeat(X6, [1, 2]), ValueError, r"length 1 or 6"),
     ("pad negative", lambda: jnp.pad(X6, -1), ValueError, "negative"),
     ("pad widths", lambda: jnp.pad(X23, ((1, 2, 3),)), ValueError, "does not broadcast"),
-    ("pad mode", lambda: jnp.pad(X6, 1, mode="bogus"), ValueError, "bogus"),
+    ("pad mode", lambda: jnp.pad(X6, 1, mode="bogus"), NotImplementedError, "bogus"),
     ("pad kwarg", lambda: jnp.pad(X6, 1, mode="edge", constant_values=1), ValueError,
      "unsupported keyword"),
     ("pad empty axis", lambda: jnp.pad(np.zeros((0, 2)), 1, mode="wrap"), ValueError,

@@ -14,14 +14,13 @@ partial evaluation into a linear jaxpr and its transposition (seed 000's mechani
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import core, dtypes, tree_util
+from jaxon._src import caches, core, dtypes, tree_util
 from jaxon._src.core import ClosedJaxpr, Literal, ShapedArray, Var
 from jaxon._src.errors import CustomVJPException
 from jaxon._src.interpreters import batching, mlir, structural
@@ -50,10 +49,20 @@ class Zero:
     return f"Zero({self.aval.str_short()})"
 
 
+_PYTHON_ZEROS = {"i": 0, "f": 0.0, "c": 0j}
+
+
 def zeros_like_aval(aval: ShapedArray) -> Any:
-  """A materialised zero of `aval` (float0 zeros are NumPy arrays: they carry no data)."""
+  """A materialised zero of `aval` (float0 zeros are NumPy arrays: they carry no data).
+
+  A weakly typed aval gets a weakly typed zero, as in JAX (the zero cotangent of a Python
+  float argument is a weak float32): filled from the Python zero of its kind, whose weak
+  type `full` keeps when that zero's default dtype is the aval's."""
   if aval.dtype == dtypes.float0:
     return np.zeros(aval.shape, dtypes.float0)
+  zero = _PYTHON_ZEROS.get(aval.dtype.kind) if aval.weak_type else None
+  if zero is not None and dtypes.dtype(zero, canonicalize=True) == aval.dtype:
+    return structural.full(aval.shape, zero, None)
   return structural.full(aval.shape, 0, aval.dtype)
 
 
@@ -178,7 +187,7 @@ def jvp_flat(fun: Callable[..., Sequence[Any]], primals: Sequence[Any],
 # the caches matter, since a new jaxpr object would mean a new compilation on every call.
 
 
-@functools.lru_cache(maxsize=4096)
+@caches.lru_cache(maxsize=4096)
 def jvp_jaxpr(jaxpr: ClosedJaxpr, nonzeros: tuple[bool, ...],
               instantiate: tuple[bool, ...] | bool = False
               ) -> tuple[ClosedJaxpr, tuple[bool, ...]]:
@@ -318,7 +327,7 @@ def backward_pass(jaxpr: core.Jaxpr, consts: Sequence[Any], primals: Sequence[An
   return [ct_env.get(v, Zero(v.aval.to_tangent_aval())) for v in jaxpr.invars]
 
 
-@functools.lru_cache(maxsize=4096)
+@caches.lru_cache(maxsize=4096)
 def transpose_jaxpr(jaxpr: ClosedJaxpr, undefined: tuple[bool, ...],
                     ct_nonzeros: tuple[bool, ...]) -> ClosedJaxpr:
   """The transpose of `jaxpr` in its undefined (linear) inputs: takes the defined inputs

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
 
-from jaxon._src import core
+from jaxon._src import caches, core
 from jaxon._src.core import ClosedJaxpr, ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.interpreters import structural
@@ -166,7 +166,7 @@ def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
   return [v for v, _ in infos], [d for _, d in infos]
 
 
-@functools.lru_cache(maxsize=4096)
+@caches.lru_cache(maxsize=4096)
 def batch_jaxpr(jaxpr: ClosedJaxpr, axis_data: AxisData, in_dims: tuple[int | None, ...],
                 out_dims: tuple[int | None, ...] | None = None
                 ) -> tuple[ClosedJaxpr, tuple[int | None, ...]]:

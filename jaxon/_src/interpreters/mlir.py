@@ -71,7 +71,25 @@ _FLOAT_TYPES: dict[str, Callable[[], ir.Type]] = {
 
 
 def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
+  """The tensor type of `aval`'s data: extended dtypes (keys) lower to their physical
+  representation, the element shape appended (see `dtypes.ExtendedDType`)."""
+  aval = core.physical_aval(aval)
   return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+
+
+def element_dims(aval: ShapedArray) -> tuple[int, ...]:
+  """The sizes of the trailing dimensions `aval`'s dtype adds to its physical shape: ()
+  for NumPy dtypes. Lowerings of the primitives that move elements around (slice, gather,
+  transpose, …) extend their dimension parameters over these, leaving them untouched."""
+  return aval.dtype.element_shape if dtypes.is_extended(aval.dtype) else ()
+
+
+def constant_data(value: Any) -> np.ndarray:
+  """A jaxpr constant as host data: the physical data for an extended dtype (an Array of
+  keys, whose `_value` is its device buffer's uint32 contents)."""
+  if dtypes.is_extended(core.get_aval(value).dtype):
+    return np.asarray(value._value)
+  return np.asarray(value)
 
 
 def ir_constant(value: Any, dtype: Any = None) -> ir.Value:
@@ -99,6 +117,21 @@ def full_like_aval(value: Any, aval: ShapedArray) -> ir.Value:
 class ModuleContext:
   module: ir.Module
   name: str
+  # Python functions the module calls back into (custom calls name them by position): the
+  # executable hands them to XLA and keeps them alive.
+  host_callbacks: list[Callable[..., Any]] = dataclasses.field(default_factory=list)
+  # The token of the last effect (a print, I/O) in each block: effects take it and give
+  # the next one, so they happen in program order (XLA would schedule them freely). Loops
+  # and branches with effects inside carry it through their regions.
+  effect_tokens: dict[ir.Block, ir.Value] = dataclasses.field(default_factory=dict)
+
+  def effect_token(self) -> ir.Value:
+    """The token the next effect at the current insertion point waits for."""
+    token = self.effect_tokens.get(ir.InsertionPoint.current.block)
+    return hlo.after_all([]) if token is None else token
+
+  def set_effect_token(self, token: ir.Value) -> None:
+    self.effect_tokens[ir.InsertionPoint.current.block] = token
 
 
 @dataclasses.dataclass
@@ -162,8 +195,11 @@ def _as_value_list(outs: Any) -> list[ir.Value]:
   return [o.result if isinstance(o, (ir.OpView, ir.Operation)) else o for o in outs]
 
 
-def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main") -> ir.Module:
-  """A module whose public `main` computes `jaxpr` from (constvars..., invars...)."""
+def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main",
+                          host_callbacks: list[Callable[..., Any]] | None = None
+                          ) -> ir.Module:
+  """A module whose public `main` computes `jaxpr` from (constvars..., invars...). The
+  Python callbacks it calls are appended to `host_callbacks`, to compile it with."""
   context = make_ir_context()
   with context, ir.Location.unknown():
     module = ir.Module.create()
@@ -175,7 +211,7 @@ def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main") -> ir.Module:
       main.attributes["sym_visibility"] = ir.StringAttr.get("public")
       block = main.add_entry_block()
       with ir.InsertionPoint(block):
-        ctx = ModuleContext(module, name)
+        ctx = ModuleContext(module, name, [] if host_callbacks is None else host_callbacks)
         n = len(jaxpr.constvars)
         outs = jaxpr_subcomp(ctx, jaxpr, block.arguments[:n], block.arguments[n:])
         func.ReturnOp(outs)
@@ -197,7 +233,7 @@ def lower_fun(fun: Callable[..., Any], multiple_results: bool = True) -> Lowerin
       return list(out) if multiple_results else [out]
     with core.set_current_trace(core.EvalTrace()):
       jaxpr, consts = pe.trace_to_jaxpr(flat_fun, ctx.avals_in)
-    const_values = [ir_constant(np.asarray(c)) for c in consts]
+    const_values = [ir_constant(constant_data(c)) for c in consts]
     return jaxpr_subcomp(ctx.module_context, jaxpr, const_values, args)
   return rule
 
@@ -205,5 +241,5 @@ def lower_fun(fun: Callable[..., Any], multiple_results: bool = True) -> Lowerin
 def closed_jaxpr_subcomp(ctx: ModuleContext, closed: ClosedJaxpr,
                          args: Sequence[ir.Value]) -> list[ir.Value]:
   """Inlines a closed jaxpr whose consts are concrete values."""
-  consts = [ir_constant(np.asarray(c)) for c in closed.consts]
+  consts = [ir_constant(constant_data(c)) for c in closed.consts]
   return jaxpr_subcomp(ctx, closed.jaxpr, consts, args)

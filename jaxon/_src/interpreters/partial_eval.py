@@ -7,13 +7,12 @@ rest as constvars.
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes
+from jaxon._src import caches, core, dtypes
 from jaxon._src.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 
 
@@ -43,7 +42,8 @@ def register_literal_type(t: type) -> None:
 def _is_literal(x: Any) -> bool:
   if type(x) in _PY_SCALARS or isinstance(x, np.generic):
     return True
-  return type(x) in _array_literal_types and x.shape == ()
+  return (type(x) in _array_literal_types and x.shape == ()
+          and not dtypes.is_extended(x.dtype))  # a key is a constvar, as in JAX
 
 
 def _literal(x: Any) -> Literal:
@@ -166,7 +166,7 @@ def convert_constvars_jaxpr(jaxpr: Jaxpr) -> Jaxpr:
 partial_eval_jaxpr_custom_rules: dict[core.Primitive, Callable] = {}
 
 
-@functools.lru_cache(maxsize=4096)
+@caches.lru_cache(maxsize=4096)
 def partial_eval_jaxpr(jaxpr: ClosedJaxpr, unknowns: tuple[bool, ...],
                        instantiate: bool | tuple[bool, ...] = False
                        ) -> tuple[ClosedJaxpr, ClosedJaxpr, list[bool], int]:
@@ -227,7 +227,7 @@ def partial_eval_with_rule(trace: DynamicJaxprTrace, primitive: core.Primitive,
   known_eqn, unknown_eqn, _ = partial_eval_jaxpr_custom_rules[primitive](eqn, unknowns)
   env: dict[Var, Any] = dict(zip(eqn.invars, args))
   read = lambda a: a.val if type(a) is Literal else env[a]  # noqa: E731
-  if known_eqn is not None and known_eqn.outvars:
+  if known_eqn is not None and (known_eqn.outvars or core.eqn_has_effects(known_eqn)):
     outs = known_eqn.primitive.bind_with_trace(trace.parent, [read(a) for a in
                                                               known_eqn.invars],
                                                known_eqn.params)
@@ -241,12 +241,13 @@ def partial_eval_with_rule(trace: DynamicJaxprTrace, primitive: core.Primitive,
 
 def dce_jaxpr(jaxpr: Jaxpr, used_outputs: Sequence[bool]) -> tuple[Jaxpr, list[bool]]:
   """`jaxpr` returning only the outputs marked in `used_outputs`, without the equations
-  nothing then reads. Keeps every input; returns which of them are still read."""
+  nothing then reads (effectful ones stay: a print runs whether or not it is read). Keeps
+  every input; returns which of them are still read."""
   outvars = [v for v, used in zip(jaxpr.outvars, used_outputs) if used]
   live = {v for v in outvars if type(v) is not Literal}
   eqns = []
   for eqn in reversed(jaxpr.eqns):
-    if any(v in live for v in eqn.outvars):
+    if any(v in live for v in eqn.outvars) or core.eqn_has_effects(eqn):
       eqns.append(eqn)
       live.update(a for a in eqn.invars if type(a) is not Literal)
   eqns.reverse()

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxon._src import core, dtypes, tree_util
+from jaxon._src import core, dtypes, traceback_util, tree_util
 from jaxon._src import pretty_printer as pp
 from jaxon._src.core import ClosedJaxpr, ShapedArray
 from jaxon._src.errors import UnexpectedTracerError
@@ -133,6 +133,7 @@ class custom_jvp:  # noqa: N801 (JAX's name)
       return primal_out, tangent_out
     self.defjvp(jvp)
 
+  @traceback_util.api_boundary
   def __call__(self, *args: Any, **kwargs: Any) -> Any:
     if self.jvp is None:
       raise AttributeError(f"No JVP defined for custom_jvp function {_name(self.fun)} using "
@@ -300,6 +301,7 @@ class custom_vjp:  # noqa: N801 (JAX's name)
   def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
     self.fwd, self.bwd, self.symbolic_zeros = fwd, bwd, symbolic_zeros
 
+  @traceback_util.api_boundary
   def __call__(self, *args: Any, **kwargs: Any) -> Any:
     if self.fwd is None or self.bwd is None:
       raise AttributeError(f"No VJP defined for custom_vjp function {_name(self.fun)} using "
@@ -321,6 +323,9 @@ class custom_vjp:  # noqa: N801 (JAX's name)
     res_tree: list[tree_util.PyTreeDef] = []
     fun, fwd, bwd = self.fun, self.fwd, self.bwd
     argnums, symbolic = self.nondiff_argnums, self.symbolic_zeros
+    # The backward rule needs only the arguments' structures and types: holding the
+    # arguments themselves (tracers) would keep them alive after their trace ends.
+    arg_trees = [tree_util.tree_structure(arg) for arg in diff]
 
     def flat_fun(*xs: Any) -> list[Any]:
       leaves, tree = tree_util.tree_flatten(
@@ -348,7 +353,7 @@ class custom_vjp:  # noqa: N801 (JAX's name)
         result = tuple(result)
         result_tree = tree_util.tree_structure(tuple(None if r is None else 0
                                                      for r in result))
-      if not isinstance(result, tuple) or len(result) != len(diff):
+      if not isinstance(result, tuple) or len(result) != len(arg_trees):
         raise TypeError(
             "Custom VJP bwd rule must produce an output with the same container (pytree) "
             "structure as the args tuple of the primal function, and in particular must "
@@ -356,10 +361,11 @@ class custom_vjp:  # noqa: N801 (JAX's name)
             f"function, but got bwd output structure {result_tree} for primal input "
             f"structure {in_tree}.")
       leaves = []
-      for arg, ct in zip(diff, result):
-        arg_leaves, arg_tree = tree_util.tree_flatten(arg)
+      avals = iter(in_avals)
+      for arg_tree, ct in zip(arg_trees, result):
+        arg_avals = [next(avals) for _ in range(arg_tree.num_leaves)]
         if ct is None:
-          leaves.extend(ad.Zero(core.get_aval(a).to_tangent_aval()) for a in arg_leaves)
+          leaves.extend(ad.Zero(a.to_tangent_aval()) for a in arg_avals)
           continue
         ct_leaves, ct_tree = tree_util.tree_flatten(ct, is_leaf=lambda t: (
             t is None or type(t) is SymbolicZero))
@@ -367,7 +373,7 @@ class custom_vjp:  # noqa: N801 (JAX's name)
           raise TypeError(f"Custom VJP bwd rule must produce an output with the same "
                           f"container (pytree) structure as the primal input, but got "
                           f"{ct_tree} for primal input {arg_tree}.")
-        leaves.extend(_from_user(c, core.get_aval(a)) for c, a in zip(ct_leaves, arg_leaves))
+        leaves.extend(_from_user(c, a) for c, a in zip(ct_leaves, arg_avals))
       for leaf, aval in zip(leaves, in_avals):
         got = leaf.aval if type(leaf) is ad.Zero else core.get_aval(leaf)
         want = aval.to_tangent_aval()

@@ -141,9 +141,9 @@ def dot(lhs: Any, rhs: Any, precision: PrecisionLike = None,
     lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
     if not (1 <= len(lhs_shape) <= 2 and 1 <= len(rhs_shape) <= 2
             and lhs_shape[-1] == rhs_shape[0]):
-      raise TypeError(f"Incompatible shapes for dot: got {lhs_shape} and {rhs_shape}. "
-                      "lax.dot takes vectors or matrices whose inner sizes agree; use "
-                      "dot_general for other contractions.")
+      raise ValueError(f"Incompatible shapes for dot: got {lhs_shape} and {rhs_shape}. "
+                       "lax.dot takes vectors or matrices whose inner sizes agree; use "
+                       "dot_general (or pass dimension_numbers) for other contractions.")
     dimension_numbers = (((len(lhs_shape) - 1,), (0,)), ((), ()))
   return dot_general(lhs, rhs, dimension_numbers, precision, preferred_element_type,
                      out_sharding)

@@ -165,8 +165,7 @@ sign_p = _elementwise("sign", _num, None)
 floor_p = _elementwise("floor", _float, hlo.floor)
 ceil_p = _elementwise("ceil", _float, hlo.ceil)
 round_p = _elementwise("round", _float, None)
-is_finite_p = _elementwise("is_finite", _float, hlo.is_finite, result_dtype=_fixed_dtype(bool),
-                           weak_type_rule=_strong)
+is_finite_p = _elementwise("is_finite", _float, hlo.is_finite, result_dtype=_fixed_dtype(bool))
 abs_p = _elementwise("abs", (*_signedint, *_inexact), hlo.abs, result_dtype=_real_dtype)
 exp_p = _elementwise("exp", _inexact, hlo.exponential)
 exp2_p = _elementwise("exp2", _inexact, None)
@@ -720,21 +719,47 @@ def integer_pow(x: Any, y: int) -> Any:
   return integer_pow_p.bind(x, y=y)
 
 
-# --- comparisons: bool outputs, IEEE semantics for NaN (every comparison but `ne` is False)
+# --- comparisons: bool outputs, IEEE semantics for NaN (every comparison but `ne` is False).
+# The result is weakly typed when both operands are (`2 < 3.0`), as in JAX; a weak bool
+# promotes like a bool.
 
 def _comparison(name: str, accepted: Sequence[Any], direction: str) -> core.Primitive:
-  prim = _elementwise(name, accepted, None, result_dtype=_fixed_dtype(bool),
-                      weak_type_rule=_strong)
+  prim = _elementwise(name, accepted, None, result_dtype=_fixed_dtype(bool))
 
   def lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value) -> list[ir.Value]:
+    if mlir.element_dims(ctx.avals_in[0]):
+      return [_compare_elements(ctx, x, y, direction)]
     return [compare_hlo(*broadcast_to_out(ctx, [x, y]), direction, ctx.avals_in[0].dtype)]
   mlir.register_lowering(prim, lowering)
   ad.defjvp(prim, None, None)
   return prim
 
 
-eq_p = _comparison("eq", _any, "EQ")
-ne_p = _comparison("ne", _any, "NE")
+def _compare_elements(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value,
+                      direction: str) -> ir.Value:
+  """`eq` or `ne` of extended-dtype elements (keys) given as their physical data: two
+  elements are equal when all their words are."""
+  out_aval = ctx.avals_out[0]
+  words = core.physical_aval(ctx.avals_in[0].update(shape=out_aval.shape))
+  element_dims = list(range(out_aval.ndim, words.ndim))
+  operands = []
+  for v, aval in zip((x, y), ctx.avals_in):
+    if aval.shape != out_aval.shape:
+      v = hlo.broadcast_in_dim(mlir.aval_to_ir_type(words), v,
+                               [*(range(out_aval.ndim) if aval.shape else ()), *element_dims])
+    operands.append(v)
+  word_results = compare_hlo(*operands, direction, words.dtype)
+  scalar = mlir.aval_to_ir_type(out_aval.update(shape=()))
+  reduce = hlo.ReduceOp([mlir.aval_to_ir_type(out_aval)], [word_results],
+                        [mlir.ir_constant(np.bool_(direction == "EQ"))], element_dims)
+  block = reduce.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):  # eq: all words equal; ne: any word differs
+    hlo.return_([(hlo.and_ if direction == "EQ" else hlo.or_)(*block.arguments)])
+  return reduce.result
+
+
+eq_p = _comparison("eq", (*_any, dtypes.prng_key), "EQ")
+ne_p = _comparison("ne", (*_any, dtypes.prng_key), "NE")
 lt_p = _comparison("lt", _ordered, "LT")
 le_p = _comparison("le", _ordered, "LE")
 gt_p = _comparison("gt", _ordered, "GT")
@@ -864,8 +889,13 @@ select_n_p = utils.standard_primitive("select_n", _select_n_shape_rule, _select_
 
 def _select_n_lowering(ctx: mlir.LoweringRuleContext, which: ir.Value, *cases: ir.Value
                        ) -> list[ir.Value]:
-  """A balanced tree of `stablehlo.select`s, each testing `which < mid`."""
+  """A balanced tree of `stablehlo.select`s, each testing `which < mid`. For an extended
+  dtype (keys), `which` is broadcast over the element's physical dimensions."""
   which_aval = ctx.avals_in[0]
+  if which_aval.shape and mlir.element_dims(ctx.avals_in[1]):
+    which_aval = which_aval.update(shape=core.physical_aval(ctx.avals_in[1]).shape)
+    which = hlo.broadcast_in_dim(mlir.aval_to_ir_type(which_aval), which,
+                                 list(range(len(ctx.avals_in[0].shape))))
 
   def tree(lo: int, hi: int) -> ir.Value:
     if hi - lo == 1:
@@ -1016,6 +1046,9 @@ def _bitcast_shape_rule(operand: ShapedArray, *, new_dtype: np.dtype) -> tuple[i
 
 
 def _bitcast_dtype_rule(operand: ShapedArray, *, new_dtype: np.dtype) -> np.dtype:
+  if dtypes.is_extended(operand.dtype) or dtypes.is_extended(new_dtype):
+    raise ValueError(f"bitcast_convert_type does not reinterpret {operand.dtype} values as "
+                     f"{new_dtype}: keys have no bits to reinterpret (use key_data).")
   for dt in (operand.dtype, new_dtype):
     if (dt == np.bool_ or dtypes.is_complex(dt)) and operand.dtype != new_dtype:
       raise TypeError(f"bitcast_convert_type does not convert {dt.name} values (from "
@@ -1088,6 +1121,9 @@ def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
 
 def _convert_element_type_dtype_rule(operand: ShapedArray, *, new_dtype: np.dtype,
                                      weak_type: bool) -> np.dtype:
+  if operand.dtype != new_dtype and (dtypes.is_extended(operand.dtype)
+                                     or dtypes.is_extended(new_dtype)):
+    raise ValueError(f"Cannot convert_element_type from {operand.dtype} to {new_dtype}")
   return new_dtype
 
 
@@ -1136,8 +1172,10 @@ batching.defvectorized(convert_element_type_p)
 
 
 def convert_element_type(operand: Any, new_dtype: Any) -> Any:
-  """Converts `operand` to `new_dtype` (the result is strongly typed)."""
-  return _convert_element_type(operand, new_dtype, weak_type=False)
+  """Converts `operand` to `new_dtype` (the result is strongly typed). A Python or NumPy
+  value gives an Array too, as in JAX (the private form keeps it on the host)."""
+  out = _convert_element_type(operand, new_dtype, weak_type=False)
+  return out if isinstance(out, (core.Tracer, Array)) else device_put_numpy(out)
 
 
 def _convert_element_type(operand: Any, new_dtype: Any = None, weak_type: bool = False) -> Any:
@@ -1194,8 +1232,10 @@ broadcast_in_dim_p = utils.standard_primitive(
 def _broadcast_in_dim_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
                                shape: tuple[int, ...], broadcast_dimensions: tuple[int, ...],
                                sharding: Any) -> list[ir.Value]:
-  return [hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx.avals_out[0]), operand,
-                               list(broadcast_dimensions))]
+  out_aval = ctx.avals_out[0]
+  element_dims = range(out_aval.ndim, out_aval.ndim + len(mlir.element_dims(out_aval)))
+  return [hlo.broadcast_in_dim(mlir.aval_to_ir_type(out_aval), operand,
+                               [*broadcast_dimensions, *element_dims])]
 
 
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
@@ -1255,6 +1295,8 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
                     f"{np.shape(fill_value)}.")
   weak = dtype is None and dtypes.is_weakly_typed(fill_value)
   dtype = dtypes.canonicalize_dtype(dtype or dtypes.dtype(fill_value, canonicalize=True))
+  if dtypes.is_extended(dtype):
+    return dtype.full(shape, fill_value)
   value = _convert_element_type(fill_value, dtype, weak)
   if shape:
     return broadcast(value, shape)
@@ -1277,6 +1319,8 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] |
   weak_type = dtype is None and aval.weak_type
   dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
   shape = aval.shape if shape is None else utils.canonicalize_shape(shape, "of full_like")
+  if dtypes.is_extended(dtype):
+    return dtype.full(shape, fill_value)
   return broadcast(_convert_element_type(fill_value, dtype, weak_type), shape)
 
 

@@ -17,7 +17,6 @@ never moves data: the batch dimension is one more dimension that is not reduced.
 """
 from __future__ import annotations
 
-import functools
 import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -26,7 +25,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import core, dtypes, tree_util
+from jaxon._src import caches, core, dtypes, tree_util
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
@@ -34,21 +33,29 @@ from jaxon._src.lax import lax, utils
 
 _num = (np.number,)
 _float = (np.floating,)
-_ordered = (np.integer, np.floating, np.bool_)  # max/min/argmax: complex numbers are unordered
+_ordered = (np.integer, np.floating, np.bool_)  # argmax/argmin: complex numbers are unordered
+# max and min order complex numbers lexicographically (real part first), as lax.max does
+_max_min = (*_ordered, np.complexfloating)
 _int_or_bool = (np.integer, np.bool_)
 
 
 # ----------------------------------------------------------------------------- monoids
 
 def get_max_identity(dtype: Any) -> Any:
-  """The identity of `max`: the lowest value of `dtype` (-inf for floats)."""
+  """The identity of `max`: the lowest value of `dtype` (-inf for floats, -inf - inf j for
+  complex numbers, which compare lexicographically)."""
+  if dtypes.is_complex(dtype):
+    return complex(-np.inf, -np.inf)
   if dtypes.is_inexact(dtype):
     return -np.inf
   return False if dtypes.is_bool(dtype) else dtypes.iinfo(dtype).min
 
 
 def get_min_identity(dtype: Any) -> Any:
-  """The identity of `min`: the highest value of `dtype` (+inf for floats)."""
+  """The identity of `min`: the highest value of `dtype` (+inf for floats, inf + inf j for
+  complex numbers)."""
+  if dtypes.is_complex(dtype):
+    return complex(np.inf, np.inf)
   if dtypes.is_inexact(dtype):
     return np.inf
   return True if dtypes.is_bool(dtype) else dtypes.iinfo(dtype).max
@@ -70,6 +77,24 @@ def _logaddexp_hlo(x: ir.Value, y: ir.Value) -> ir.Value:
   return hlo.add(hlo.maximum(x, y), hlo.log_plus_one(hlo.exponential(gap)))
 
 
+def _chooser_hlo(op: Callable[[ir.Value, ir.Value], ir.Value], direction: str
+                 ) -> Callable[[ir.Value, ir.Value], ir.Value]:
+  """`op` (maximum or minimum), except that complex numbers compare lexicographically
+  (real part first, then imaginary), as lax.max and NumPy order them: XLA's own complex
+  maximum looks at the real parts only."""
+  def combine(x: ir.Value, y: ir.Value) -> ir.Value:
+    if not isinstance(ir.RankedTensorType(x.type).element_type, ir.ComplexType):
+      return op(x, y)
+    def compare(a: ir.Value, b: ir.Value, how: str) -> ir.Value:
+      return hlo.compare(a, b, hlo.ComparisonDirectionAttr.get(how),
+                         compare_type=hlo.ComparisonTypeAttr.get("FLOAT"))
+    rx, ry, ix, iy = hlo.real(x), hlo.real(y), hlo.imag(x), hlo.imag(y)
+    pick_x = hlo.select(compare(rx, ry, "EQ"), compare(ix, iy, direction),
+                        compare(rx, ry, direction))
+    return hlo.select(pick_x, x, y)
+  return combine
+
+
 class Monoid(NamedTuple):
   """An associative, commutative scalar computation (building StableHLO ops) and its
   identity element as a function of the dtype."""
@@ -82,8 +107,8 @@ class Monoid(NamedTuple):
 
 ADD = Monoid(hlo.add, lambda dtype: 0)
 MUL = Monoid(hlo.multiply, lambda dtype: 1)
-MAX = Monoid(hlo.maximum, get_max_identity)
-MIN = Monoid(hlo.minimum, get_min_identity)
+MAX = Monoid(_chooser_hlo(hlo.maximum, "GT"), get_max_identity)
+MIN = Monoid(_chooser_hlo(hlo.minimum, "LT"), get_min_identity)
 AND = Monoid(hlo.and_, _all_bits_set)
 OR = Monoid(hlo.or_, lambda dtype: 0)
 XOR = Monoid(hlo.xor, lambda dtype: 0)
@@ -186,8 +211,8 @@ def _axis_reduction(name: str, accepted: Sequence[Any], monoid: Monoid) -> core.
 
 reduce_sum_p = _axis_reduction("reduce_sum", _num, ADD)
 reduce_prod_p = _axis_reduction("reduce_prod", _num, MUL)
-reduce_max_p = _axis_reduction("reduce_max", _ordered, MAX)
-reduce_min_p = _axis_reduction("reduce_min", _ordered, MIN)
+reduce_max_p = _axis_reduction("reduce_max", _max_min, MAX)
+reduce_min_p = _axis_reduction("reduce_min", _max_min, MIN)
 reduce_and_p = _axis_reduction("reduce_and", _int_or_bool, AND)
 reduce_or_p = _axis_reduction("reduce_or", _int_or_bool, OR)
 reduce_xor_p = _axis_reduction("reduce_xor", _int_or_bool, XOR)
@@ -403,8 +428,8 @@ def _cumulative(name: str, accepted: Sequence[Any], monoid: Monoid) -> core.Prim
 
 cumsum_p = _cumulative("cumsum", _num, ADD)
 cumprod_p = _cumulative("cumprod", _num, MUL)
-cummax_p = _cumulative("cummax", _ordered, MAX)
-cummin_p = _cumulative("cummin", _ordered, MIN)
+cummax_p = _cumulative("cummax", _num, MAX)
+cummin_p = _cumulative("cummin", _num, MIN)
 cumlogsumexp_p = _cumulative("cumlogsumexp", _float, LOGADDEXP)
 
 
@@ -827,7 +852,7 @@ def _scalar_avals(operands: Sequence[Any]) -> tuple[ShapedArray, ...]:
   return tuple(ShapedArray((), core.get_aval(x).dtype) for x in operands)
 
 
-@functools.lru_cache(maxsize=256)
+@caches.lru_cache(maxsize=256)
 def _computation_jaxpr(computation: Callable, tree: tree_util.PyTreeDef,
                        avals: tuple[ShapedArray, ...]) -> core.ClosedJaxpr:
   """`computation` traced on scalars: flat (accumulators..., elements...) to flat new

@@ -43,10 +43,12 @@ def _dims_tuple(dims: Sequence[int], ndim: int, name: str) -> tuple[int, ...]:
   return tuple(utils.canonicalize_axis(int(d), ndim, name) for d in dims)
 
 
-def _check_distinct_dims(name: str, dims: Sequence[int], shape: tuple[int, ...]) -> None:
+def _check_distinct_dims(name: str, dims: Sequence[int], shape: tuple[int, ...],
+                         error: type[Exception] = ValueError) -> None:
+  """`error` is JAX's class for the primitive: ValueError for squeeze, TypeError for rev."""
   if len(set(dims)) != len(dims) or any(not 0 <= d < len(shape) for d in dims):
-    raise ValueError(f"{name} must be distinct dimensions of an operand of shape {shape} "
-                     f"(each in [0, {len(shape)})), got {tuple(dims)}.")
+    raise error(f"{name} must be distinct dimensions of an operand of shape {shape} "
+                f"(each in [0, {len(shape)})), got {tuple(dims)}.")
 
 
 def _check_permutation(name: str, perm: Sequence[int], shape: tuple[int, ...]) -> None:
@@ -55,9 +57,15 @@ def _check_permutation(name: str, perm: Sequence[int], shape: tuple[int, ...]) -
                     f"operand of shape {shape}.")
 
 
+def _element_dims(aval: ShapedArray) -> list[int]:
+  """The physical dimensions an extended dtype (keys) appends after `aval`'s own, which
+  permutations keep in place."""
+  return list(range(aval.ndim, aval.ndim + len(mlir.element_dims(aval))))
+
+
 def _is_concrete_array(x: Any) -> bool:
   """No-op shape changes return a concrete Array as is (a tracer still records the op)."""
-  return isinstance(x, Array)
+  return type(x) is Array
 
 
 def _aval(x: Any) -> ShapedArray:
@@ -113,7 +121,7 @@ def _reshape_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
                       new_sizes: tuple[int, ...], dimensions: tuple[int, ...] | None,
                       sharding: Any) -> list[ir.Value]:
   if dimensions is not None:
-    operand = hlo.transpose(operand, list(dimensions))
+    operand = hlo.transpose(operand, list(dimensions) + _element_dims(ctx.avals_in[0]))
   return [hlo.reshape(mlir.aval_to_ir_type(ctx.avals_out[0]), operand)]
 
 
@@ -176,7 +184,7 @@ def _transpose_shape_rule(operand: ShapedArray, *, permutation: tuple[int, ...]
 
 def _transpose_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
                         permutation: tuple[int, ...]) -> list[ir.Value]:
-  return [hlo.transpose(operand, list(permutation))]
+  return [hlo.transpose(operand, list(permutation) + _element_dims(ctx.avals_in[0]))]
 
 
 transpose_p = _shape_primitive("transpose", _transpose_shape_rule, _transpose_lowering)
@@ -261,12 +269,14 @@ def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
 def rev(operand: Any, dimensions: Sequence[int]) -> Any:
   """Reverses the order of elements along each of `dimensions`.
   Example: `rev([[1, 2], [3, 4]], (1,))` is `[[2, 1], [4, 3]]`."""
-  dimensions = _dims_tuple(dimensions, np.ndim(operand), "rev dimension")
+  ndim = np.ndim(operand)
+  # negative dimensions count from the end; the shape rule rejects the rest (a TypeError)
+  dimensions = tuple(int(d) % ndim if -ndim <= int(d) < ndim else int(d) for d in dimensions)
   return rev_p.bind(operand, dimensions=dimensions)
 
 
 def _rev_shape_rule(operand: ShapedArray, *, dimensions: tuple[int, ...]) -> tuple[int, ...]:
-  _check_distinct_dims("rev dimensions", dimensions, operand.shape)
+  _check_distinct_dims("rev dimensions", dimensions, operand.shape, TypeError)
   return operand.shape
 
 

@@ -139,7 +139,9 @@ def _slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
                     start_indices: tuple[int, ...], limit_indices: tuple[int, ...],
                     strides: tuple[int, ...] | None) -> list[ir.Value]:
   strides = strides or (1,) * len(start_indices)
-  return [hlo.slice(operand, start_indices, limit_indices, strides)]
+  element = mlir.element_dims(ctx.avals_in[0])  # an extended dtype's, taken whole
+  return [hlo.slice(operand, [*start_indices, *(0 for _ in element)],
+                    [*limit_indices, *element], [*strides, *(1 for _ in element)])]
 
 
 mlir.register_lowering(slice_p, _slice_lowering)
@@ -246,9 +248,9 @@ def _dynamic_start_indices(name: str, operand_shape: tuple[int, ...], start_indi
     start_indices = [start_indices[i] for i in range(np.shape(start_indices)[0])]
   start_indices = list(start_indices)
   if len(start_indices) != len(operand_shape):
-    raise TypeError(f"Length of {name} start_indices must match the number of operand "
-                    f"dimensions ({len(start_indices)} vs {len(operand_shape)}): operand "
-                    f"has shape {operand_shape}.")
+    raise ValueError(f"Length of {name} start_indices must match the number of operand "
+                     f"dimensions ({len(start_indices)} vs {len(operand_shape)}): operand "
+                     f"has shape {operand_shape}.")
   dtype = _index_dtype(name, start_indices)
   allow = allow_negative_indices
   allow = [allow] * len(start_indices) if isinstance(allow, bool) else list(allow)
@@ -311,7 +313,16 @@ def _dynamic_slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value,
                             *starts: ir.Value, slice_sizes: tuple[int, ...]) -> list[ir.Value]:
   if not slice_sizes:  # a scalar is its own slice (and `sizes = []` does not parse back)
     return [operand]
-  return [hlo.dynamic_slice(operand, starts, slice_sizes)]
+  element = mlir.element_dims(ctx.avals_in[0])  # an extended dtype's, taken whole
+  return [hlo.dynamic_slice(operand, [*starts, *_zero_starts(ctx.avals_in[1:], element)],
+                            [*slice_sizes, *element])]
+
+
+def _zero_starts(start_avals: Sequence[ShapedArray], element: tuple[int, ...]
+                 ) -> list[ir.Value]:
+  """Start indices 0 for the element dimensions of an extended dtype."""
+  dtype = start_avals[0].dtype if start_avals else np.dtype(np.int32)
+  return [mlir.ir_constant(np.zeros((), dtype)) for _ in element]
 
 
 mlir.register_lowering(dynamic_slice_p, _dynamic_slice_lowering)
@@ -429,7 +440,9 @@ dynamic_update_slice_p = utils.standard_primitive(
 
 def _dynamic_update_slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value,
                                    update: ir.Value, *starts: ir.Value) -> list[ir.Value]:
-  return [hlo.dynamic_update_slice(operand, update, starts)]
+  element = mlir.element_dims(ctx.avals_in[0])
+  return [hlo.dynamic_update_slice(operand, update,
+                                   [*starts, *_zero_starts(ctx.avals_in[2:], element)])]
 
 
 mlir.register_lowering(dynamic_update_slice_p, _dynamic_update_slice_lowering)
@@ -702,9 +715,12 @@ def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionN
                                     else mode)
   if mode == GatherScatterMode.FILL_OR_DROP:
     dtype = dtypes.dtype(operand, canonicalize=True)
+    if dtypes.is_extended(dtype):  # keys are filled word by word
+      dtype = dtype.element_dtype
     fill_value = _gather_fill_value(dtype) if fill_value is None else fill_value
-    fill_value = np.array(core.concrete_or_error(None, fill_value, "gather fill_value"),
-                          dtype).item()
+    # astype wraps an out-of-range integer around, as JAX's conversion does
+    fill_value = np.asarray(core.concrete_or_error(None, fill_value, "gather fill_value")
+                            ).astype(dtype).item()
     if fill_value != fill_value:  # one NaN object, so equal params hit the compile cache
       fill_value = _NAN
   else:
@@ -761,21 +777,25 @@ def _gather_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, indices: 
                      fill_value: Any) -> list[ir.Value]:
   dn = dimension_numbers
   operand_aval, indices_aval = ctx.avals_in
+  out_aval = ctx.avals_out[0]
   upper = _index_upper_bounds(operand_aval.shape, slice_sizes, dn.start_index_map)
   if mode == GatherScatterMode.CLIP:
     indices = _clamp_indices(indices, indices_aval, upper)
+  element = mlir.element_dims(operand_aval)  # an extended dtype's: whole windows of it
+  element_out_dims = range(out_aval.ndim, out_aval.ndim + len(element))
   hlo_dnums = hlo.GatherDimensionNumbers.get(
-      offset_dims=list(dn.offset_dims), collapsed_slice_dims=list(dn.collapsed_slice_dims),
+      offset_dims=[*dn.offset_dims, *element_out_dims],
+      collapsed_slice_dims=list(dn.collapsed_slice_dims),
       operand_batching_dims=list(dn.operand_batching_dims),
       start_indices_batching_dims=list(dn.start_indices_batching_dims),
       start_index_map=list(dn.start_index_map), index_vector_dim=indices_aval.ndim - 1)
-  out = hlo.gather(operand, indices, hlo_dnums, slice_sizes,
+  out = hlo.gather(operand, indices, hlo_dnums, [*slice_sizes, *element],
                    indices_are_sorted=ir.BoolAttr.get(indices_are_sorted))
   if mode != GatherScatterMode.FILL_OR_DROP:
     return [out]
-  out_aval = ctx.avals_out[0]
   mask = _in_bounds_mask(indices, indices_aval, upper)
   batch_dims = [d for d in range(out_aval.ndim) if d not in dn.offset_dims]
+  out_aval = core.physical_aval(out_aval)
   mask = hlo.broadcast_in_dim(mlir.aval_to_ir_type(out_aval.update(dtype=np.bool_)), mask,
                               batch_dims)
   return [hlo.select(mask, out, mlir.full_like_aval(fill_value, out_aval))]
@@ -955,8 +975,10 @@ def _scatter_lowering(combine: Callable[[ir.Value, ir.Value], ir.Value]) -> mlir
       window = _scatter_window(operand_aval, updates_aval, dn)
       upper = _index_upper_bounds(operand_aval.shape, window, dn.scatter_dims_to_operand_dims)
       indices = _clamp_indices(indices, indices_aval, upper)
+    element = mlir.element_dims(operand_aval)  # an extended dtype's, updated whole
+    element_update_dims = range(updates_aval.ndim, updates_aval.ndim + len(element))
     hlo_dnums = hlo.ScatterDimensionNumbers.get(
-        update_window_dims=list(dn.update_window_dims),
+        update_window_dims=[*dn.update_window_dims, *element_update_dims],
         inserted_window_dims=list(dn.inserted_window_dims),
         input_batching_dims=list(dn.operand_batching_dims),
         scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
@@ -965,7 +987,7 @@ def _scatter_lowering(combine: Callable[[ir.Value, ir.Value], ir.Value]) -> mlir
     op = hlo.ScatterOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [operand], indices, [updates],
                        hlo_dnums, indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
                        unique_indices=ir.BoolAttr.get(unique_indices))
-    scalar = mlir.aval_to_ir_type(operand_aval.update(shape=()))
+    scalar = mlir.aval_to_ir_type(core.physical_aval(operand_aval).update(shape=()))
     block = op.update_computation.blocks.append(scalar, scalar)
     with ir.InsertionPoint(block):
       hlo.return_([combine(*block.arguments)])

@@ -85,8 +85,12 @@ def broadcasting_shape(name: str, *avals: ShapedArray) -> tuple[int, ...]:
 
 
 def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
+  """`axis` in [0, ndim). Out of range is NumPy's AxisError, both a ValueError and an
+  IndexError: JAX raises one or the other depending on the function."""
+  axis = operator.index(axis)  # a float axis is a TypeError, as in JAX
   if not -ndim <= axis < max(ndim, 1) or (ndim == 0 and axis not in (0, -1)):
-    raise ValueError(f"{name} {axis} is out of bounds for an array of dimension {ndim}")
+    raise np.exceptions.AxisError(
+        f"{name} {axis} is out of bounds for an array of dimension {ndim}")
   return axis % ndim if ndim else 0
 
 

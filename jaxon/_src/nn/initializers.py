@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import dtypes
-from jaxon._src import random
+from jaxon._src import random, random_continuous
 from jaxon._src.numpy import creation, lax_numpy, linalg, ufuncs
 from jaxon._src.numpy import shape as jnp_shape
 
@@ -79,7 +79,7 @@ def uniform(scale: Any = 1e-2, dtype: Any = float) -> Initializer:
     >>> uniform(10.)(PRNGKey(0), (2, 3)).shape
     (2, 3)
   """
-  return _scaled(random.uniform, scale, dtype)
+  return _scaled(random_continuous.uniform, scale, dtype)
 
 
 def normal(stddev: Any = 1e-2, dtype: Any = float) -> Initializer:
@@ -89,7 +89,7 @@ def normal(stddev: Any = 1e-2, dtype: Any = float) -> Initializer:
     >>> normal(5.)(PRNGKey(0), (2, 3)).shape
     (2, 3)
   """
-  return _scaled(random.normal, stddev, dtype)
+  return _scaled(random_continuous.normal, stddev, dtype)
 
 
 def truncated_normal(stddev: Any = 1e-2, dtype: Any = float, lower: Any = -2.0,
@@ -103,7 +103,7 @@ def truncated_normal(stddev: Any = 1e-2, dtype: Any = float, lower: Any = -2.0,
   """
   def init(key: KeyArray, shape: Sequence[int], dtype: Any = dtype) -> Array:
     dtype = dtypes.canonicalize_dtype(dtype)
-    return (random.truncated_normal(key, lower, upper, shape, dtype)
+    return (random_continuous.truncated_normal(key, lower, upper, shape, dtype)
             * lax_numpy.array(stddev, dtype))
   return init
 
@@ -180,12 +180,12 @@ def variance_scaling(scale: Any, mode: str, distribution: str, in_axis: Axes = -
                                                          dtype)
         return _complex_truncated_normal(key, 2, shape, dtype) * stddev
       stddev = ufuncs.sqrt(variance) / lax_numpy.array(_TRUNCATED_NORMAL_STDDEV, dtype)
-      return random.truncated_normal(key, -2, 2, shape, dtype) * stddev
+      return random_continuous.truncated_normal(key, -2, 2, shape, dtype) * stddev
     if distribution == "normal":
-      return random.normal(key, shape, dtype) * ufuncs.sqrt(variance)
+      return random_continuous.normal(key, shape, dtype) * ufuncs.sqrt(variance)
     if is_complex:
       return _complex_uniform(key, shape, dtype) * ufuncs.sqrt(variance)
-    return random.uniform(key, shape, dtype, -1) * ufuncs.sqrt(3 * variance)
+    return random_continuous.uniform(key, shape, dtype, -1) * ufuncs.sqrt(3 * variance)
   return init
 
 
@@ -194,8 +194,8 @@ def _complex_polar(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype,
   """r e^{i theta}: theta uniform on [0, 2 pi), r = modulus(u) for a uniform u."""
   key_r, key_theta = random.split(key)
   real_dtype = np.finfo(dtype).dtype
-  r = modulus(random.uniform(key_r, shape, real_dtype).astype(dtype))
-  theta = 2 * np.pi * random.uniform(key_theta, shape, real_dtype).astype(dtype)
+  r = modulus(random_continuous.uniform(key_r, shape, real_dtype).astype(dtype))
+  theta = 2 * np.pi * random_continuous.uniform(key_theta, shape, real_dtype).astype(dtype)
   return r * ufuncs.exp(1j * theta)
 
 
@@ -262,7 +262,7 @@ def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = float) -> I
     n_cols = shape[column_axis]
     n_rows = math.prod(shape) // n_cols
     matrix_shape = (n_cols, n_rows) if n_rows < n_cols else (n_rows, n_cols)
-    q, r = linalg.qr(random.normal(key, matrix_shape, dtype))
+    q, r = linalg.qr(random_continuous.normal(key, matrix_shape, dtype))
     q = q * ufuncs.sign(creation.diag(r))  # signs fixed: Haar-distributed
     if n_rows < n_cols:
       q = q.T

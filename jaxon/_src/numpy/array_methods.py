@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes
+from jaxon._src import core, dtypes, traceback_util
 from jaxon._src.errors import ConcretizationTypeError
 from jaxon._src.lax import lax
 from jaxon._src.numpy import (creation, indexing, lax_numpy, linear, reductions, searching,
@@ -24,10 +24,15 @@ from jaxon._src.xla.array import Array
 def _defer_to_unrecognized(binary: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
   """Returns NotImplemented for operands jaxon does not know, so Python tries the other
   side's reflected operator."""
+  @traceback_util.inline_api_boundary
   def op(self: Any, other: Any) -> Any:
     if not _accepted(other):
       return NotImplemented
-    return binary(self, other)
+    try:  # an API boundary, inline: `x + y` is hot
+      return binary(self, other)
+    except Exception as e:
+      traceback_util.filter_at_boundary(e)
+      raise
   return op
 
 
@@ -52,11 +57,11 @@ def _compress(self: Any, condition: Any, axis: int | None = None, *, out: None =
 def _argpartition(self: Any, kth: int | Sequence[int], axis: int = -1,
                   kind: str = "introselect", order: None = None) -> Any:
   if kind != "introselect":
-    raise ValueError(f"x.argpartition: kind={kind!r} is not supported; only the default "
-                     "'introselect' is.")
+    raise TypeError(f"x.argpartition: kind={kind!r} is not supported; only the default "
+                    "'introselect' is.")
   if order is not None:
-    raise ValueError("x.argpartition: the 'order' argument is not supported (jaxon arrays "
-                     "have no structured dtypes).")
+    raise TypeError("x.argpartition: the 'order' argument is not supported (jaxon arrays "
+                    "have no structured dtypes).")
   return sorting.argpartition(self, kth, axis)
 
 
@@ -229,8 +234,8 @@ _METHODS: dict[str, Any] = {
     # copies, devices, host data, sizes
     "copy": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy, "to_device": _to_device,
     "tobytes": _tobytes, "__array_namespace__": _array_namespace,
-    "itemsize": property(lambda self: np.dtype(self.dtype).itemsize),
-    "nbytes": property(lambda self: self.size * np.dtype(self.dtype).itemsize),
+    "itemsize": property(lambda self: self.dtype.itemsize),  # keys' too: 8 bytes
+    "nbytes": property(lambda self: self.size * self.dtype.itemsize),
 }
 
 # Array has its own fast `item` and `tolist`; a tracer gets them here (concrete tracers

@@ -59,7 +59,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
   dtype = dtypes.canonicalize_dtype(dtype)
   step = 1 if step is None else step
   if step == 0:
-    raise ValueError("jnp.arange: step must not be zero.")
+    raise ZeroDivisionError("jnp.arange: step must not be zero.")
   if dtypes.is_integer(dtype) and all(_is_integral(x) for x in (start, stop, step)):
     return _integer_range(int(start), int(stop), int(step), dtype)
   return lax_numpy.asarray(np.arange(start, stop, step, dtype=dtype))

@@ -26,11 +26,12 @@ from jaxon._src.config import config
 from jaxon._src.errors import JAXIndexError
 from jaxon._src.lax import lax, shape_ops, slicing
 from jaxon._src.lax.slicing import GatherScatterMode
-from jaxon._src.numpy import lax_numpy, ufuncs
+from jaxon._src.numpy import lax_numpy, ufuncs, util
 from jaxon._src.xla.array import Array
 
 config.define("jax_check_static_indices", False,
-              "Raise IndexError for out-of-bounds static integer indices instead of clamping.")
+              "Raise IndexError for out-of-bounds static integer indices instead of clamping.",
+              trace_context=True)
 
 _ARRAYS = (Array, core.Tracer)
 
@@ -123,7 +124,7 @@ def _static_bound(v: Any) -> int | None:
                        "position, use lax.dynamic_slice or lax.dynamic_update_slice.")
     v = value
   try:
-    return operator.index(np.asarray(v) if isinstance(v, Array) else v)
+    return operator.index(np.asarray(v) if type(v) is Array else v)
   except TypeError:
     raise TypeError(f"slice indices must be integers or None, got {v!r}") from None
 
@@ -156,6 +157,8 @@ def _classify(pos: int, item: Any) -> Any:
   if isinstance(item, (bool, np.bool_)):
     return _BoolScalar(bool(item))
   if isinstance(item, (int, np.integer)):
+    if type(item) is int:
+      util.check_python_int(item)
     return _Int(int(item))
   if isinstance(item, (list, tuple)):
     leaves = tree_util.tree_leaves(item)
@@ -481,6 +484,8 @@ def _updates(values: Any, aval: core.ShapedArray, shape: tuple[int, ...]) -> Any
   if not (isinstance(values, (*_ARRAYS, np.ndarray, np.generic, int, float, complex, bool))):
     raise TypeError(f"Index update values must be arrays or scalars, got "
                     f"{type(values).__name__}.")
+  if type(values) is int:
+    util.check_python_int(values)
   values = lax._convert_element_type(values, aval.dtype, aval.weak_type)
   vshape = np.shape(values)
   lead = len(shape) - len(vshape)
@@ -545,6 +550,7 @@ class _IndexUpdateRef:
   add = _update_method(slicing.scatter_add, "x[idx] += y")
   subtract = _update_method(slicing.scatter_sub, "x[idx] -= y")
   multiply = _update_method(slicing.scatter_mul, "x[idx] *= y")
+  mul = multiply
   min = _update_method(slicing.scatter_min, "x[idx] = minimum(x[idx], y)")
   max = _update_method(slicing.scatter_max, "x[idx] = maximum(x[idx], y)")
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes, tree_util
 from jaxon._src.lax import lax, shape_ops
-from jaxon._src.xla.array import Array, device_put_numpy
+from jaxon._src.xla.array import Array, copy_array, device_put_numpy
 
 _OBJECT_DTYPE = np.dtype(object)
 
@@ -46,17 +46,14 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
     dtype = dtypes.canonicalize_dtype(dtype)
   if _is_traced_or_array(object):
     out = lax._convert_element_type(object, dtype, weak_type)
-    if copy and out is object and isinstance(object, Array):
+    if copy and out is object and type(object) is Array:
       # a new buffer, so deleting (or donating) the copy leaves the original alive
-      out = device_put_numpy(np.array(object), weak_type=object.weak_type)
+      out = copy_array(object)
   elif any(_is_traced_or_array(x) for x in tree_util.tree_leaves(object)):
     out = _stack_nested(object, dtype)
   else:
-    host = np.array(object, dtype=dtype)
-    if host.dtype == _OBJECT_DTYPE:
-      raise TypeError(f"jnp.array cannot convert {type(object).__name__} of mixed or "
-                      "ragged contents to an array")
-    if not isinstance(object, (np.ndarray, np.generic)):
+    host = _host_array(object, dtype)
+    if dtype is None and not isinstance(object, (np.ndarray, np.generic)):
       _check_python_int_range(host)
     out = device_put_numpy(host, weak_type=weak_type)
   if ndmin > np.ndim(out):
@@ -65,16 +62,40 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
   return out
 
 
+def _host_array(object: Any, dtype: Any) -> np.ndarray:
+  """`object` (no arrays or tracers inside) as a NumPy array. Where NumPy falls back to an
+  object array, JAX's rules decide: None is rejected, and Python scalars too big for int64
+  take the dtype JAX gives them (`[1.5, 2**70]` is float32; `2**70` overflows)."""
+  host = np.array(object, dtype=dtype)
+  if host.dtype != _OBJECT_DTYPE:
+    return host
+  leaves = tree_util.tree_leaves(object, is_leaf=lambda x: x is None)
+  if any(x is None for x in leaves):
+    raise ValueError(f"None is not a valid value for jnp.array, got {object!r}.")
+  if dtype is None and leaves and all(dtypes.is_python_scalar(x) for x in leaves):
+    if any(type(x) is int for x in leaves) and dtypes.result_type(*leaves).kind in "iu":
+      _raise_python_int_overflow(max(leaves, key=abs), dtypes.default_int_dtype())
+    host = np.array(object, dtype=dtypes.result_type(*leaves))
+  if host.dtype == _OBJECT_DTYPE:
+    raise TypeError(f"jnp.array cannot convert {type(object).__name__} of mixed or ragged "
+                    "contents to an array")
+  return host
+
+
+def _raise_python_int_overflow(value: int, target: np.dtype) -> None:
+  raise OverflowError(f"Python int {value} too large to convert to {target.name}")
+
+
 def _check_python_int_range(host: np.ndarray) -> None:
-  """Python ints that do not fit the dtype they become (int32 without x64) raise, as in
+  """Python ints that do not fit the default integer type (int32 without x64) raise, as in
   JAX, instead of wrapping around."""
   if host.dtype.kind not in "iu" or not host.size:
     return
-  target = dtypes.canonicalize_dtype(host.dtype)
+  target = dtypes.default_int_dtype()
   info = np.iinfo(target)
   for value in (host.min(), host.max()):
     if not info.min <= int(value) <= info.max:
-      raise OverflowError(f"Python int {int(value)} too large to convert to {target.name}")
+      _raise_python_int_overflow(int(value), target)
 
 
 def _stack_nested(object: Any, dtype: Any) -> Any:

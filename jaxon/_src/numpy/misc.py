@@ -350,10 +350,11 @@ def _poly(fun_name: str, *coefficients: Any) -> list[Any]:
 def polyval(p: Any, x: Any) -> Any:
   """The polynomial with coefficients `p` (highest power first) at `x`, by Horner's rule.
 
-  Example: `jnp.polyval(jnp.array([1., 0., -1.]), 3.)` is 8.
+  Example: `jnp.polyval(jnp.array([1., 0., -1.]), 3.)` is 8. Integer coefficients at
+  integer points stay integers (wrapping around on overflow), as in JAX.
   """
   p = _vector("polyval", "p", p)
-  p, x = _inexact_arrays("polyval", p, x)
+  p, x = [lax_numpy.asarray(a) for a in util.promote_args("polyval", p, x)]
   out = lax.full_like(x, 0)
   for i in range(p.shape[0]):
     out = ufuncs.add(ufuncs.multiply(out, x), p[i])
@@ -738,18 +739,24 @@ def _euclid_steps(dtype: np.dtype) -> int:
   return math.ceil(dtype.itemsize * 8 / math.log2((1 + math.sqrt(5)) / 2)) + 2
 
 
+def _promote_integers(name: str, x1: Any, x2: Any) -> list[Any]:
+  x1, x2 = util.promote_args(name, x1, x2)
+  dtype = dtypes.dtype(x1, canonicalize=True)
+  if not dtypes.is_integer(dtype):
+    raise ValueError(f"jnp.{name} requires integer arguments, got dtype {dtype}: use "
+                     f"integer arrays (convert with .astype(int)).")
+  return [x1, x2]
+
+
 def gcd(x1: Any, x2: Any, /) -> Any:
   """The elementwise greatest common divisor of integers (non-negative; gcd(0, 0) = 0),
   by Euclid's algorithm run for its worst-case number of steps.
 
   Example: `jnp.gcd(12, 18)` is 6.
   """
-  x1, x2 = util.promote_args("gcd", x1, x2)
-  dtype = dtypes.dtype(x1, canonicalize=True)
-  if not dtypes.is_integer(dtype):
-    raise TypeError(f"jnp.gcd requires integer arguments, got dtype {dtype}.")
+  x1, x2 = _promote_integers("gcd", x1, x2)
   a, b = jnp_shape.broadcast_arrays(ufuncs.abs(x1), ufuncs.abs(x2))
-  for _ in range(_euclid_steps(dtype)):
+  for _ in range(_euclid_steps(dtypes.dtype(a))):
     done = ufuncs.equal(b, 0)
     a, b = (ufuncs.where(done, a, b),
             ufuncs.where(done, 0, lax.rem(a, ufuncs.where(done, lax.full_like(b, 1), b))))
@@ -762,7 +769,7 @@ def lcm(x1: Any, x2: Any, /) -> Any:
 
   Example: `jnp.lcm(4, 6)` is 12.
   """
-  x1, x2 = util.promote_args("lcm", x1, x2)
+  x1, x2 = _promote_integers("lcm", x1, x2)
   divisor = gcd(x1, x2)
   zero = ufuncs.equal(divisor, 0)
   quotient = ufuncs.floor_divide(ufuncs.abs(x1), ufuncs.where(zero, 1, divisor))

@@ -3,9 +3,9 @@ ignoring twins, … with NumPy's `axis`, `keepdims`, `dtype`, `where` and `initi
 
 Dtypes follow JAX: bools and integers narrower than the default integer sum and multiply in
 the default (unsigned) integer; means and variances of integers are floats; float16 and
-bfloat16 accumulate in float32 and convert back. `out=` cannot work on immutable arrays and
-raises NotImplementedError. (This module defines `sum`, `max`, `any`, …: Python's own are
-`builtins.sum` & co. here.)
+bfloat16 accumulate in float32 and convert back; results are strongly typed, even of weakly
+typed input. `out=` cannot work on immutable arrays and raises NotImplementedError. (This
+module defines `sum`, `max`, `any`, …: Python's own are `builtins.sum` & co. here.)
 """
 from __future__ import annotations
 
@@ -41,9 +41,15 @@ def _canonical_axes(name: str, axis: Axis, ndim: int) -> tuple[int, ...]:
   axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
   result = []
   for a in axes:
-    a = operator.index(a)
+    try:
+      a = operator.index(a)
+    except TypeError:
+      raise TypeError(f"jnp.{name}: axis must be None, an int or a tuple of ints, got "
+                      f"{axis!r}.") from None
     if not -ndim <= a < ndim:
-      raise ValueError(f"jnp.{name}: axis {a} is out of bounds for array of dimension {ndim}")
+      # AxisError is a ValueError and an IndexError: JAX raises the one or the other
+      raise np.exceptions.AxisError(
+          f"jnp.{name}: axis {a} is out of bounds for array of dimension {ndim}")
     result.append(a % ndim)
   if len(set(result)) != len(result):
     raise ValueError(f"jnp.{name}: duplicate value in 'axis': {axis}")
@@ -130,6 +136,7 @@ _MIN = _Reducer("min", reductions.reduce_min, lax.min, reductions.get_min_identi
                 has_identity=False)
 _ALL = _Reducer("all", reductions.reduce_and, lax.bitwise_and, lambda dt: True, boolean=True)
 _ANY = _Reducer("any", reductions.reduce_or, lax.bitwise_or, lambda dt: False, boolean=True)
+_BOOLEAN_REDUCERS = {"sum": _ANY, "prod": _ALL}
 
 
 def _reduce(r: _Reducer, a: Any, axis: Axis, dtype: Any, out: Any, keepdims: bool,
@@ -146,9 +153,10 @@ def _reduce(r: _Reducer, a: Any, axis: Axis, dtype: Any, out: Any, keepdims: boo
     result_dtype = _promote_integer_dtype(aval.dtype)
   else:
     result_dtype = aval.dtype
+  if result_dtype == np.bool_ and not r.boolean:
+    r = _BOOLEAN_REDUCERS.get(r.name, r)  # a sum of truth values is whether any is true
   compute_dtype = _upcast_f16(result_dtype) if r.upcast_f16 else result_dtype
-  weak = aval.weak_type and dtype is None
-  x = lax._convert_element_type(a, compute_dtype, weak)
+  x = lax._convert_element_type(a, compute_dtype)
   if not r.has_identity and initial is None:
     _check_reducible(r.name, aval.shape, axes, where)
   if where is not None:
@@ -158,10 +166,10 @@ def _reduce(r: _Reducer, a: Any, axis: Axis, dtype: Any, out: Any, keepdims: boo
     if np.shape(initial) != ():
       raise ValueError(f"jnp.{r.name}: initial must be a scalar, got shape "
                        f"{np.shape(initial)}")
-    result = r.combine(result, lax._convert_element_type(initial, compute_dtype, weak))
+    result = r.combine(result, lax._convert_element_type(initial, compute_dtype))
   if keepdims:
     result = shape_ops.expand_dims(result, axes)
-  return lax._convert_element_type(result, result_dtype, weak)
+  return lax._convert_element_type(result, result_dtype)
 
 
 def _check_reducible(name: str, shape: tuple[int, ...], axes: tuple[int, ...],
@@ -289,20 +297,30 @@ def mean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
   axes = _canonical_axes("mean", axis, aval.ndim)
   total = sum(a, axes, dtype=compute_dtype, keepdims=keepdims, where=where)
   count = _count(aval.shape, axes, where, keepdims, compute_dtype)
-  weak = aval.weak_type and dtype is None
-  return lax._convert_element_type(lax.div(total, count), result_dtype, weak)
+  return lax._convert_element_type(lax.div(total, count), result_dtype)
 
 
-def _var_dtypes(a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.dtype]:
+def _check_inexact_dtype(name: str, dtype: Any, error: type[Exception]) -> None:
+  """Variances are computed in `dtype`: an integer one would truncate the mean. (JAX
+  computes var and nanvar in integer arithmetic then; jaxon refuses, with JAX's error for
+  std.)"""
+  if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+    raise error(f"dtype argument to jnp.{name} must be inexact; got "
+                f"{np.dtype(dtype).name}. Pass a float dtype, or none for the default.")
+
+
+def _var_dtypes(name: str, a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.dtype]:
   """(the dtype to compute in, the result dtype): the variance of complex numbers is real."""
   if dtype is not None:
     dtype = dtypes.canonicalize_dtype(dtype)
     if dtypes.is_complex(a_dtype) and not dtypes.is_complex(dtype):
       raise ValueError(f"jnp.var of complex values ({a_dtype.name}) with real dtype "
                        f"{dtype.name} is not supported; pass a complex dtype or none")
+    _check_inexact_dtype(name, dtype, TypeError if dtype == np.bool_ else ValueError)
     return _upcast_f16(dtype), dtype
   if not dtypes.is_inexact(a_dtype):
-    return _upcast_f16(dtypes.default_float_dtype()), dtypes.default_float_dtype()
+    inexact = dtypes.to_inexact_dtype(a_dtype)
+    return _upcast_f16(inexact), inexact
   real = np.dtype(np.finfo(a_dtype).dtype) if dtypes.is_complex(a_dtype) else a_dtype
   return _upcast_f16(a_dtype), real
 
@@ -325,8 +343,8 @@ def _abs2(x: Any) -> Any:
 def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: int | float | None = None
         ) -> Any:
-  """Variance over `axis`: the mean squared deviation, dividing by N - ddof (NaN or inf
-  when that is not positive). `correction` is the array-API name of `ddof`."""
+  """Variance over `axis`: the mean squared deviation, dividing by N - ddof (NaN when that
+  is not positive). `correction` is the array-API name of `ddof`."""
   return _variance("var", a, axis, dtype, out, _correction("var", ddof, correction), keepdims,
                    where, ignore_nan=False)
 
@@ -335,6 +353,7 @@ def std(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
         keepdims: bool = False, *, where: Any = None, correction: int | float | None = None
         ) -> Any:
   """Standard deviation over `axis`: the square root of `var`."""
+  _check_inexact_dtype("std", dtype, ValueError)
   return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where,
                       correction=correction))
 
@@ -344,7 +363,7 @@ def _variance(name: str, a: Any, axis: Axis, dtype: Any, out: Any, ddof: Any,
   _check_out(name, out)
   util.check_arraylike(f"jnp.{name}", a)
   aval = core.get_aval(a)
-  compute_dtype, result_dtype = _var_dtypes(aval.dtype, dtype)
+  compute_dtype, result_dtype = _var_dtypes(name, aval.dtype, dtype)
   axes = _canonical_axes(name, axis, aval.ndim)
   x = lax._convert_element_type(a, compute_dtype)
   centered = lax.sub(x, (nanmean if ignore_nan else mean)(x, axes, keepdims=True,
@@ -357,9 +376,8 @@ def _variance(name: str, a: Any, axis: Axis, dtype: Any, out: Any, ddof: Any,
   count = _count(aval.shape, axes, where, keepdims, real_dtype)
   normalizer = lax.sub(count, lax._convert_element_type(ddof, real_dtype))
   result = lax.div(sum(squares, axes, keepdims=keepdims, where=where), normalizer)
-  if ignore_nan:
-    result = _where(lax.gt(normalizer, lax._convert_element_type(0, real_dtype)), result,
-                    np.nan)
+  # N - ddof <= 0 is NaN (not inf or a negative variance), as in JAX
+  result = _where(lax.gt(normalizer, lax._convert_element_type(0, real_dtype)), result, np.nan)
   return lax._convert_element_type(result, result_dtype)
 
 
@@ -478,9 +496,15 @@ def _quantile(name: str, a: Any, q: Any, axis: Axis, out: Any, method: str, keep
   if method not in _QUANTILE_METHODS:
     raise ValueError(f"jnp.{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
   util.check_arraylike(f"jnp.{name}", a, q)
+  if dtypes.is_complex(dtypes.dtype(a)):
+    raise ValueError(f"jnp.{name} does not support complex input (got "
+                     f"{dtypes.dtype(a).name}): complex numbers have no natural order.")
   _check_quantiles(name, q)
   ignore_nan = ignore_nan and dtypes.is_inexact(dtypes.dtype(a, canonicalize=True))
-  a, q = util.promote_args_inexact(f"jnp.{name}", a, q)
+  # the result has the type of `a` made inexact, whatever q's: an int32 `a` gives float32
+  # even next to a float64 q under x64 (JAX's)
+  (a,) = util.promote_args_inexact(f"jnp.{name}", a)
+  q = lax._convert_element_type(q, dtypes.dtype(a))
   shape, q_shape = np.shape(a), np.shape(q)
   axes = _canonical_axes(name, axis, len(shape))
   kept = [i for i in range(len(shape)) if i not in axes]
@@ -668,6 +692,8 @@ def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
 def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
            keepdims: bool = False, *, where: Any = None) -> Any:
   """`std` of the elements that are not NaN: the square root of `nanvar`."""
+  if not dtypes.is_complex(dtypes.dtype(a)):  # complex input: nanvar's ValueError first
+    _check_inexact_dtype("nanstd", dtype, TypeError)
   return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
 
 

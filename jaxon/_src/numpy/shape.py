@@ -49,12 +49,14 @@ def _static_ints(fun_name: str, what: str, value: Any) -> np.ndarray:
   return arr.astype(np.int64)
 
 
-def _axes(axis: int | Sequence[int], ndim: int, fun_name: str) -> tuple[int, ...]:
-  """Canonical, distinct axes from an int or a sequence of ints."""
+def _axes(axis: int | Sequence[int], ndim: int, fun_name: str,
+          repeated_error: type[Exception] = ValueError) -> tuple[int, ...]:
+  """Canonical, distinct axes from an int or a sequence of ints. Repeated axes raise
+  `repeated_error`: JAX's class depends on the function (the primitive that rejects them)."""
   axes = tuple(int(a) for a in np.atleast_1d(_static_ints(fun_name, "axis", axis)))
   axes = tuple(lax_utils.canonicalize_axis(a, ndim) for a in axes)
   if len(set(axes)) != len(axes):
-    raise ValueError(f"jnp.{fun_name}: repeated axis in {axis!r}.")
+    raise repeated_error(f"jnp.{fun_name}: repeated axis in {axis!r}.")
   return axes
 
 
@@ -83,9 +85,9 @@ def reshape(a: Any, shape: int | Sequence[int] | None = None, order: str = "C", 
 def _infer_shape(old: tuple[int, ...], shape: int | Sequence[int]) -> tuple[int, ...]:
   new = tuple(int(d) for d in np.atleast_1d(_static_ints("reshape", "shape", shape)))
   if new.count(-1) > 1:
-    raise ValueError(f"jnp.reshape: can only specify one unknown dimension (-1), got {new}.")
+    raise TypeError(f"jnp.reshape: can only specify one unknown dimension (-1), got {new}.")
   if any(d < -1 for d in new):
-    raise ValueError(f"jnp.reshape: shape {new} has a negative size other than -1.")
+    raise TypeError(f"jnp.reshape: shape {new} has a negative size other than -1.")
   if -1 not in new:
     return new
   known = math.prod(d for d in new if d != -1)
@@ -111,6 +113,9 @@ def _reshape_in_order(a: Any, shape: tuple[int, ...], order: str) -> Any:
 def ravel(a: Any, order: str = "C") -> Any:
   """The elements of `a` as a 1-D array (row-major for `order='C'`)."""
   a = _ensure_array("ravel", a)
+  if order == "K":
+    raise NotImplementedError("jnp.ravel(order='K') is not supported: jaxon arrays have no "
+                              "memory layout to follow; use 'C' or 'F'.")
   return _reshape_in_order(a, (a.size,), order)
 
 
@@ -156,8 +161,8 @@ def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[in
   Example: `jnp.moveaxis(x, 0, -1)` of shape (2, 3, 4) has shape (3, 4, 2).
   """
   a = _ensure_array("moveaxis", a)
-  src = _axes(source, a.ndim, "moveaxis")
-  dst = _axes(destination, a.ndim, "moveaxis")
+  src = _axes(source, a.ndim, "moveaxis", TypeError)
+  dst = _axes(destination, a.ndim, "moveaxis", TypeError)
   if len(src) != len(dst):
     raise ValueError(f"jnp.moveaxis: source and destination must have the same number of "
                      f"elements, got {source!r} and {destination!r}.")
@@ -464,7 +469,7 @@ def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
 def flip(m: Any, axis: Axis = None) -> Any:
   """Reverses the order of elements along `axis` (all axes when None)."""
   m = _ensure_array("flip", m)
-  axes = tuple(range(m.ndim)) if axis is None else _axes(axis, m.ndim, "flip")
+  axes = tuple(range(m.ndim)) if axis is None else _axes(axis, m.ndim, "flip", TypeError)
   return shape_ops.rev(m, axes)
 
 
@@ -650,8 +655,8 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
     raise NotImplementedError("jnp.pad: a callable mode is not supported; pass one of "
                               f"{', '.join(sorted(_PAD_KWARGS))}.")
   if mode not in _PAD_KWARGS:
-    raise ValueError(f"jnp.pad: mode {mode!r} is not supported; supported modes are "
-                     f"{', '.join(sorted(_PAD_KWARGS))}.")
+    raise NotImplementedError(f"jnp.pad: mode {mode!r} is not supported; supported modes "
+                              f"are {', '.join(sorted(_PAD_KWARGS))}.")
   unexpected = set(kwargs) - _PAD_KWARGS[mode]
   if unexpected:
     raise ValueError(f"jnp.pad: unsupported keyword arguments for mode {mode!r}: "

@@ -23,9 +23,11 @@ def _array_and_axis(fun_name: str, a: Any, axis: int | None, kind: Any, order: A
   jaxon does not support."""
   util.check_arraylike(fun_name, a)
   if order is not None:
-    raise ValueError(f"'order' argument to {fun_name} is not supported (jaxon arrays have no "
-                     "structured dtypes).")
-  del kind  # NumPy's algorithm choice; XLA picks its own (`stable` asks for stability).
+    raise TypeError(f"'order' argument to {fun_name} is not supported (jaxon arrays have no "
+                    "structured dtypes).")
+  if kind is not None:  # NumPy's algorithm choice: XLA picks its own
+    raise TypeError(f"'kind' argument to {fun_name} is not supported, got kind={kind!r}. Use "
+                    "stable=True or stable=False to specify sort stability.")
   if axis is None:
     return shape_ops.reshape(a, (np.size(a),)), 0
   return a, lax_utils.canonicalize_axis(axis, np.ndim(a))

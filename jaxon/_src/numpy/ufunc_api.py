@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes
+from jaxon._src import core, dtypes, traceback_util
 from jaxon._src.lax import lax, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.lax.control_flow import loops
@@ -72,16 +72,21 @@ class ufunc:
   def __repr__(self) -> str:
     return f"<jnp.ufunc '{self.__name__}'>"
 
+  @traceback_util.inline_api_boundary
   def __call__(self, *args: Any, out: None = None, where: None = None) -> Any:
-    if out is None and where is None and len(args) == self.nin:  # jnp.add(x, y): one call
+    try:  # an API boundary (`jnp.add(x, y)` is eager code's usual entry), inline: it's hot
+      if out is None and where is None and len(args) == self.nin:  # jnp.add(x, y): one call
+        return self._call(*args)
+      _no_out("__call__", out)
+      if where is not None:
+        raise NotImplementedError(f"{self.__name__}: the 'where' argument is not supported; "
+                                  "use jnp.where on the result.")
+      if len(args) != self.nin:
+        raise TypeError(f"{self.__name__} takes {self.nin} arguments, got {len(args)}.")
       return self._call(*args)
-    _no_out("__call__", out)
-    if where is not None:
-      raise NotImplementedError(f"{self.__name__}: the 'where' argument is not supported; "
-                                "use jnp.where on the result.")
-    if len(args) != self.nin:
-      raise TypeError(f"{self.__name__} takes {self.nin} arguments, got {len(args)}.")
-    return self._call(*args)
+    except Exception as e:
+      traceback_util.filter_at_boundary(e)
+      raise
 
   def _require_binary(self, method: str) -> None:
     if self.nin != 2 or self.nout != 1:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import functools
 import operator
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from jaxon._src import core, dtypes
+from jaxon._src.config import config
 from jaxon._src.lax import lax
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import shape, util
@@ -37,6 +39,8 @@ def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
     shapes.append(x.aval.shape if type(x) is Array else np.shape(x))
   if len(set(shapes) - {()}) <= 1:  # the common case: nothing to do, nothing to check
     return list(args)
+  if len({len(s) for s in shapes} - {0}) > 1 and config.jax_numpy_rank_promotion != "allow":
+    _rank_promotion_warning_or_error(fun_name, shapes)
   try:
     out_shape = lax.broadcast_shapes(*shapes)
   except ValueError:
@@ -46,6 +50,22 @@ def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
   return [x if len(s) in (0, ndim) else
           lax.broadcast_in_dim(x, (1,) * (ndim - len(s)) + s, range(ndim - len(s), ndim))
           for x, s in zip(args, shapes)]
+
+
+def _rank_promotion_warning_or_error(fun_name: str, shapes: list[tuple[int, ...]]) -> None:
+  """`jax_numpy_rank_promotion='warn'` or `'raise'`: broadcasting that adds dimensions to
+  an operand (not a scalar) is reported, as in JAX."""
+  shapes_text = " ".join(map(str, shapes))
+  if config.jax_numpy_rank_promotion == "warn":
+    warnings.warn(f"Following NumPy automatic rank promotion for {fun_name} on shapes "
+                  f"{shapes_text}. Set the jax_numpy_rank_promotion config option to 'allow' "
+                  "to disable this warning; for more information, see "
+                  "https://docs.jax.dev/en/latest/rank_promotion_warning.html.", stacklevel=2)
+  else:
+    raise ValueError(f"Operands could not be broadcast together for {fun_name} on shapes "
+                     f"{shapes_text} and with the config option jax_numpy_rank_promotion="
+                     "'raise'. For more information, see "
+                     "https://docs.jax.dev/en/latest/rank_promotion_warning.html.")
 
 
 def _promote_args(fun_name: str, *args: Any) -> list[Any]:
@@ -62,8 +82,7 @@ def _promote_args_numeric(fun_name: str, *args: Any) -> list[Any]:
   to_dtype, weak_type = dtypes.result_type(*args, return_weak_type_flag=True)
   if to_dtype == np.bool_:
     to_dtype = np.dtype(np.int32)
-  args = [lax._convert_element_type(x, to_dtype, weak_type) for x in args]
-  return _promote_shapes(fun_name, *args)
+  return _promote_shapes(fun_name, *util.convert_all(args, to_dtype, weak_type))
 
 
 def _dtype(x: Any) -> np.dtype:
@@ -72,8 +91,15 @@ def _dtype(x: Any) -> np.dtype:
   return dtypes.dtype(x, canonicalize=True)
 
 
-def _const(x: Any, value: Any) -> np.ndarray:
-  """`value` as a constant of `x`'s dtype, to combine with `x` in lax ops."""
+def _const(x: Any, value: Any) -> Any:
+  """`value` as a constant of `x`'s dtype, to combine with `x` in lax ops; weakly typed
+  when `x` is, so that functions of Python scalars stay weak, as in JAX."""
+  return lax._const(x, value)
+
+
+def _strong_const(x: Any, value: Any) -> np.ndarray:
+  """`value` as a strongly typed constant of `x`'s dtype: where JAX's implementation uses
+  one, the function of a Python scalar is strongly typed (log10(3.0), isinf(3.0))."""
   return np.array(value, _dtype(x))
 
 
@@ -225,7 +251,7 @@ def reciprocal(x: Any, /) -> Any:
 def _log_base(name: str, base: float) -> Callable[[Any], Any]:
   def fn(x: Any, /) -> Any:
     (x,) = _promote_args_inexact(name, x)
-    return lax.div(lax.log(x), lax.log(_const(x, base)))
+    return lax.div(lax.log(x), lax.log(_strong_const(x, base)))
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"Elementwise base-{base:g} logarithm.\n\nJAX implementation of `numpy.{name}`."
   return fn
@@ -346,15 +372,15 @@ def fmin(x1: Any, x2: Any, /) -> Any:
 # ----------------------------------------------------------------------------- rounding
 
 def floor(x: Any, /) -> Any:
-  """Elementwise floor; integers (and bools, as int32) are returned unchanged."""
-  (x,) = _promote_args_numeric("floor", x)
-  return lax.asarray(x) if dtypes.is_integer(_dtype(x)) else lax.floor(x)
+  """Elementwise floor; integers and bools are returned unchanged."""
+  util.check_arraylike("floor", x)
+  return lax.asarray(x) if _is_int_or_bool(x) else lax.floor(x)
 
 
 def ceil(x: Any, /) -> Any:
-  """Elementwise ceiling; integers (and bools, as int32) are returned unchanged."""
-  (x,) = _promote_args_numeric("ceil", x)
-  return lax.asarray(x) if dtypes.is_integer(_dtype(x)) else lax.ceil(x)
+  """Elementwise ceiling; integers and bools are returned unchanged."""
+  util.check_arraylike("ceil", x)
+  return lax.asarray(x) if _is_int_or_bool(x) else lax.ceil(x)
 
 
 def trunc(x: Any, /) -> Any:
@@ -376,7 +402,11 @@ def fix(x: Any, out: None = None) -> Any:
 
 
 def rint(x: Any, /) -> Any:
-  """Elementwise rounding to the nearest integer, ties to even (in floating point)."""
+  """Elementwise rounding to the nearest integer, ties to even (in floating point).
+  Integers and bools become (strongly typed) floats of the default width, as in JAX."""
+  util.check_arraylike("rint", x)
+  if _is_int_or_bool(x):
+    return lax.convert_element_type(x, dtypes.default_float_dtype())
   (x,) = _promote_args_inexact("rint", x)
   if dtypes.is_complex(_dtype(x)):
     return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
@@ -393,8 +423,12 @@ def round(a: Any, decimals: int = 0, out: None = None) -> Any:
   is inexact (float16 is computed in float32 to limit that).
   """
   util.check_arraylike("round", a)
-  decimals = core.concrete_or_error(operator.index, decimals,
-                                    "'decimals' argument of jnp.round")
+  decimals = core.concrete_or_error(None, decimals, "'decimals' argument of jnp.round")
+  try:
+    decimals = operator.index(decimals)
+  except TypeError:
+    raise TypeError(f"jnp.round: decimals must be an int, got {decimals!r} of type "
+                    f"{type(decimals).__name__}.") from None
   if out is not None:
     raise NotImplementedError("The 'out' argument to jnp.round is not supported.")
   dtype = _dtype(a)
@@ -424,16 +458,17 @@ around = round
 
 # ----------------------------------------------------------------------------- predicates
 
-def _elementwise_test(name: str, float_test: Callable[[Any], Any], if_exact: bool,
+def _elementwise_test(name: str, float_test: Callable[[Any], Any], if_exact: bool | None,
                       combine: Callable[[Any, Any], Any], doc: str) -> Callable[[Any], Any]:
   """A bool test of a float, applied to both parts of a complex number (joined with
-  `combine`); integers and bools give the constant `if_exact`."""
+  `combine`); integers and bools give the constant `if_exact` (the test itself when None:
+  its result is weakly typed for a Python int, as JAX's isnan)."""
   def fn(x: Any, /) -> Any:
     util.check_arraylike(name, x)
     dtype = _dtype(x)
     if dtypes.is_complex(dtype):
       return combine(float_test(lax.real(x)), float_test(lax.imag(x)))
-    if dtypes.is_float(dtype):
+    if dtypes.is_float(dtype) or if_exact is None:
       return float_test(x)
     return lax.full_like(x, if_exact, dtype=np.bool_)
   fn.__name__ = fn.__qualname__ = name
@@ -443,9 +478,10 @@ def _elementwise_test(name: str, float_test: Callable[[Any], Any], if_exact: boo
 
 isfinite = _elementwise_test("isfinite", lax.is_finite, True, lax.bitwise_and,
                              "Elementwise test for finite values (not infinite, not NaN).")
-isinf = _elementwise_test("isinf", lambda x: lax.eq(lax.abs(x), _const(x, np.inf)), False,
-                          lax.bitwise_or, "Elementwise test for positive or negative infinity.")
-isnan = _elementwise_test("isnan", lambda x: lax.ne(x, x), False, lax.bitwise_or,
+isinf = _elementwise_test("isinf", lambda x: lax.eq(lax.abs(x), _strong_const(x, np.inf)),
+                          False, lax.bitwise_or,
+                          "Elementwise test for positive or negative infinity.")
+isnan = _elementwise_test("isnan", lambda x: lax.ne(x, x), None, lax.bitwise_or,
                           "Elementwise test for NaN.")
 
 
@@ -455,7 +491,7 @@ def signbit(x: Any, /) -> Any:
   (x,) = _promote_args("signbit", x)
   dtype = _dtype(x)
   if dtypes.is_integer(dtype):
-    return lax.lt(x, _const(x, 0))
+    return lax.lt(x, _strong_const(x, 0))
   if dtype == np.bool_:
     return lax.full_like(x, False, dtype=np.bool_)
   if not dtypes.is_float(dtype):
@@ -578,6 +614,26 @@ def _replace_posinf(x: Any) -> Any:
   return lax.select(lax.eq(x, lax._const(x, np.inf)), lax.full_like(x, 0), x)
 
 
+def _logaddexp_complex(x1: Any, x2: Any, exp_fn: Callable[[Any], Any],
+                       log_scale: float | None) -> Any:
+  """Complex log_b(b**x1 + b**x2) as big + log_b(1 + b**(small - big)), where big is the
+  larger operand in lax.max's (lexicographic) order, with the imaginary part brought back
+  into [-pi, pi] (times log_b(e)): a principal value, as JAX's."""
+  big = lax.max(x1, x2)
+  small_minus_big = lax.sub(lax.add(x1, x2), lax.mul(lax._const(big, 2), big))
+  tail = lax.log1p(exp_fn(small_minus_big))
+  if log_scale is not None:
+    tail = lax.mul(lax._const(tail, log_scale), tail)
+  out = lax.add(big, tail)
+  half_period = np.pi * (1 if log_scale is None else log_scale)
+  angle = lax.add(lax.imag(out), lax._const(lax.imag(out), half_period))
+  period = lax._const(angle, 2 * half_period)
+  wrapped = lax.rem(angle, period)  # rem keeps the sign of `angle`: shift negatives up
+  wrapped = lax.select(lax.lt(wrapped, lax._const(wrapped, 0)), lax.add(wrapped, period),
+                       wrapped)
+  return lax.complex(lax.real(out), lax.sub(wrapped, lax._const(wrapped, half_period)))
+
+
 def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log_scale: float | None,
                doc: str) -> Callable[[Any, Any], Any]:
   """log_b(b**x1 + b**x2) as max(x1, x2) + log_b(1 + b**-|x1 - x2|) (no overflow), where
@@ -588,9 +644,12 @@ def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log_scale: float | None,
   weights, with +inf read as 0 in both exponents so that an infinite input or result gives
   weights from the finite ones instead of inf - inf (JAX's choice, kept for equal values).
   Where x1 - x2 is NaN (a NaN input, or infinities of one sign) the result is x1 + x2.
+  Complex inputs take `_logaddexp_complex`.
   """
   @custom_jvp
   def impl(x1: Any, x2: Any) -> Any:
+    if dtypes.is_complex(_dtype(x1)):
+      return _logaddexp_complex(x1, x2, exp_fn, log_scale)
     delta = lax.sub(x1, x2)
     tail = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
     if log_scale is not None:
@@ -607,7 +666,6 @@ def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log_scale: float | None,
 
   def fn(x1: Any, x2: Any, /) -> Any:
     x1, x2 = _promote_args_inexact(name, x1, x2)
-    _check_real(name, x1, x2)
     return impl(x1, x2)
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"{doc}\n\nJAX implementation of `numpy.{name}`."

@@ -31,13 +31,26 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
                       f"jnp.asarray(...) first.")
 
 
-def _convert_all(args: tuple, dtype: np.dtype, weak_type: bool) -> list[Any]:
+def check_python_int(x: int) -> None:
+  """A Python int operand is a weakly typed int32 (int64 with x64) before it meets other
+  operands, so one that does not fit raises, as in JAX, even next to an int8 or float32
+  array (`int8_array + 300` wraps around instead: 300 is an int32)."""
+  info = np.iinfo(dtypes.default_int_dtype())
+  if not info.min <= x <= info.max:
+    raise OverflowError(f"Python int {x} too large to convert to "
+                        f"{dtypes.default_int_dtype().name}")
+
+
+def convert_all(args: tuple, dtype: np.dtype, weak_type: bool) -> list[Any]:
   """`lax._convert_element_type(x, dtype, weak_type)` of each arg, with the shortcuts of
   the module docstring. A plain loop: in CPython 3.11 a comprehension is one more call."""
   out = []
   for x in args:
     if type(x) is Array and x.aval.dtype == dtype and x.aval.weak_type == weak_type:
       out.append(x)
+    elif type(x) is int and not -2**31 <= x < 2**31:
+      check_python_int(x)
+      out.append(lax._convert_element_type(x, dtype, weak_type))
     elif type(x) in _PYTHON_SCALARS and core.is_eval_trace_current():
       out.append(scalar_constant(x, dtype, weak_type))  # traced, it must stay a literal
     else:
@@ -49,7 +62,7 @@ def promote_dtypes(*args: Any) -> list[Any]:
   """Converts `args` to their common dtype by JAX's promotion lattice (weak types kept)."""
   if len(args) < 2:
     return list(args)
-  return _convert_all(args, *dtypes.operand_type(args))
+  return convert_all(args, *dtypes.operand_type(args))
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
@@ -60,7 +73,7 @@ def promote_args(fun_name: str, *args: Any) -> list[Any]:
   check_arraylike(fun_name, *args)
   if len(args) < 2:
     return list(args)
-  return _convert_all(args, *dtypes.operand_type(args))
+  return convert_all(args, *_operand_type(fun_name, args))
 
 
 def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
@@ -68,4 +81,18 @@ def promote_args_inexact(fun_name: str, *args: Any) -> list[Any]:
   if len(args) == 1 and type(args[0]) is Array and dtypes.is_canonical_inexact(args[0].aval.dtype):
     return list(args)  # eager `sin(x)` of a float: nothing to check or convert
   check_arraylike(fun_name, *args)
-  return _convert_all(args, *dtypes.operand_type(args, inexact=True))
+  return convert_all(args, *_operand_type(fun_name, args, inexact=True))
+
+
+def _operand_type(fun_name: str, args: tuple, inexact: bool = False) -> tuple[np.dtype, bool]:
+  """`dtypes.operand_type`, whose refusal to promote PRNG keys with other dtypes is
+  reported as JAX's TypeError naming the function (checked only on failure: the usual
+  path pays nothing)."""
+  try:
+    return dtypes.operand_type(args, inexact)
+  except ValueError:
+    arg_dtypes = [dtypes.dtype(x, canonicalize=True) for x in args]
+    if any(dtypes.is_extended(dt) for dt in arg_dtypes):
+      raise TypeError(f"{fun_name} does not accept dtypes "
+                      f"{', '.join(map(str, arg_dtypes))}.") from None
+    raise

@@ -20,7 +20,18 @@ from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.xla import client
 
 
-class Array:
+class _ArrayMeta(type):
+  """Makes `isinstance(x, jaxon.Array)` true of tracers of arrays too, as JAX's `Array` is
+  (libraries test it to accept traced values). An exact Array never reaches
+  `__instancecheck__`: Python answers `type(x) is cls` first, so hot paths pay nothing;
+  code that needs a concrete Array tests `type(x) is Array`."""
+
+  def __instancecheck__(cls, obj: Any) -> bool:
+    return type.__instancecheck__(cls, obj) or (
+        isinstance(obj, core.Tracer) and isinstance(obj.aval, ShapedArray))
+
+
+class Array(metaclass=_ArrayMeta):
   """An array on the device: the result of every jaxon computation.
 
   An eager operation's result may be *pending* (see `deferred.py`): it has its aval but
@@ -66,7 +77,8 @@ class Array:
 
   @property
   def _value(self) -> np.ndarray:
-    """The host copy (a read-only zero-copy view on the CPU), fetched once."""
+    """The host copy (a read-only zero-copy view on the CPU), fetched once. For an
+    extended dtype (keys), the physical data: uint32 with the element shape appended."""
     if self._npy is None:
       self._check_if_deleted()
       value, _ = self._buf._single_device_array_to_np_array_did_copy()
@@ -74,8 +86,16 @@ class Array:
       self._npy = value
     return self._npy
 
+  def _numpy_value(self) -> np.ndarray:
+    """The host copy, refused for keys: their data is reached through `key_data`."""
+    if dtypes.is_extended(self.aval.dtype):
+      raise TypeError(f"A jaxon array with dtype {self.aval.dtype} (PRNG keys) cannot be "
+                      "converted to a NumPy array. Use jaxon.random.key_data(arr) if you "
+                      "wish to extract the underlying integer array.")
+    return self._value
+
   def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
-    value = self._value
+    value = self._numpy_value()
     if dtype is not None and np.dtype(dtype) != value.dtype:
       return value.astype(dtype)
     return value.copy() if copy else value
@@ -137,10 +157,10 @@ class Array:
     return self._buf.unsafe_buffer_pointer()
 
   def item(self, *args: Any) -> Any:
-    return self._value.item(*args)
+    return self._numpy_value().item(*args)
 
   def tolist(self) -> Any:
-    return self._value.tolist()
+    return self._numpy_value().tolist()
 
   def __len__(self) -> int:
     if not self.aval.shape:
@@ -156,9 +176,11 @@ class Array:
     if self.size != 1:
       raise TypeError(f"only length-1 arrays can be converted to Python scalars with "
                       f"{what}(); this array has shape {self.shape}")
-    return kind(self._value.reshape(()))
+    return kind(self._numpy_value().reshape(()))
 
   def __bool__(self) -> bool:
+    if dtypes.is_extended(self.aval.dtype):
+      raise TypeError("key array cannot be converted to boolean.")
     if self.size != 1:
       raise ValueError(f"The truth value of an array with shape {self.shape} is ambiguous. "
                        "Use a.any() or a.all().")
@@ -188,6 +210,8 @@ class Array:
                     "assignment. Instead of x[idx] = y, use x = x.at[idx].set(y).")
 
   def __repr__(self) -> str:
+    if dtypes.is_extended(self.aval.dtype):
+      return self._extended_str()
     prefix = "Array("
     weak = ", weak_type=True" if self.weak_type else ""
     dtype_str = f"dtype={self.dtype.name}{weak})"
@@ -203,13 +227,24 @@ class Array:
     sep = " " * len(prefix) if last_line + len(dtype_str) + 1 > line_width else " "
     return f"{prefix}{body},{sep}{dtype_str}"
 
+  def _extended_str(self) -> str:
+    """JAX's form for keys, which `str` shares: the logical shape and dtype, then the
+    physical data ("Array((2,), dtype=key<fry>) overlaying:" and the uint32 words)."""
+    return f"Array({self.shape}, dtype={self.dtype.name}) overlaying:\n{self._value}"
+
   def __str__(self) -> str:
+    if dtypes.is_extended(self.aval.dtype):
+      return self._extended_str()
     return str(self._value)
 
   def __format__(self, spec: str) -> str:
+    if dtypes.is_extended(self.aval.dtype):
+      return format(self._extended_str(), spec)
     return format(self._value.reshape(()) if self.ndim == 0 else self._value, spec)
 
   def __reduce__(self) -> tuple:
+    if dtypes.is_extended(self.aval.dtype):  # keys: their physical data and their aval
+      return (_reconstruct_extended, (np.asarray(self._value), self.aval))
     return (_reconstruct, (np.asarray(self._value), self.weak_type))
 
   def __dlpack__(self, *args: Any, **kw: Any) -> Any:
@@ -241,8 +276,17 @@ def set_materializer(materialize: Any, flush: Any) -> None:
   _materialize, _flush = materialize, flush
 
 
+def copy_array(x: Array) -> Array:
+  """`x` in a device buffer of its own (for keys, a copy of their physical data)."""
+  return Array(x.aval, device_put_numpy(np.array(x._value))._buf)
+
+
 def _reconstruct(value: np.ndarray, weak_type: bool) -> Array:
   return device_put_numpy(value, weak_type=weak_type)
+
+
+def _reconstruct_extended(physical: np.ndarray, aval: ShapedArray) -> Array:
+  return Array(intern_aval(aval), device_put_numpy(physical)._buf)
 
 
 def device_put_numpy(value: Any, dtype: Any = None, weak_type: bool = False,

@@ -4,32 +4,49 @@ needed.
 A compiled-executable call costs about as much as JAX's whole eager op, so an eager path
 that makes one call per primitive cannot be faster than JAX. Instead, `apply_primitive`
 checks the operation (abstract evaluation, so bad shapes and dtypes still fail at the line
-that wrote them) and returns *pending* Arrays: the operation joins the current batch.
-The batch runs when any pending value is needed (printing, `np.asarray`, a `jit` call, …)
-or when it grows to `MAX_BATCH` operations.
+that wrote them) and returns *pending* Arrays: the operation joins the calling thread's
+batch. The batch runs when any of its pending values is needed (printing, `np.asarray`, a
+`jit` call, …), in whichever thread needs it, or when it grows to `MAX_BATCH` operations.
 
 A batch is identified by its structure: the operations, how they connect, and which of
 their results are still alive. Eager code repeats itself (a training step, a loop body),
 so a batch that has repeated enough (`FUSE_WORK`) is compiled into one program and later
 runs as a single executable call. Until then batches run operation by operation through
 the cached one-primitive executables, as plain eager dispatch would: code that never
-repeats pays no extra compilation. Batch programs, like one-primitive programs, are compiled without
-XLA's algebraic rewrites, so each operation computes what it computes alone; the one
-difference left is that XLA's CPU backend contracts a multiply feeding an add into a fused
-multiply-add when both land in one fused loop, which rounds once instead of twice (a
-last-bit difference, more accurate, as in any jitted program).
+repeats pays no extra compilation.
+
+Batching must not change a single bit of any result. Batch programs, like one-primitive
+programs, are compiled without XLA's algebraic rewrites. And XLA's CPU backend fuses an
+operation with the next into one loop, where LLVM contracts a multiply and the add reading
+it into a fused multiply-add (one rounding instead of two; XLA always allows it and has no
+flag against it, and it drops optimization barriers before fusing). So in a batch program
+each result that may come from a multiply passes through a fence (`_fence_p`) before
+another operation reads it: the fused loops then compute what each operation computes
+alone, and a repeated computation keeps its bits once its batch is compiled.
+
+Failures stay with the values they concern: an operation that fails when its batch runs
+(out of memory, a deleted operand) marks its own results and those computed from them, and
+using one of those raises the error; the other results of the batch get their values.
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import operator
 import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from jaxon._src import core
+import numpy as np
+from jaxlib import _jax
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxon._src import caches, core, traceback_util
 from jaxon._src.config import config
 from jaxon._src.core import Jaxpr, JaxprEqn, Var
+from jaxon._src.interpreters import mlir
 from jaxon._src.xla import array as array_mod
 from jaxon._src.xla import executable
 from jaxon._src.xla.array import Array
@@ -38,6 +55,10 @@ MAX_BATCH = 256
 # A batch is compiled once it has run this many operations op by op: compiling costs
 # about as much as a few thousand eager operations, so only code that repeats pays it.
 FUSE_WORK = 2048
+# Cache bounds. Signatures as JAX's primitive cache (each holds a one-primitive
+# executable); compiled batches are larger programs, and few repeat in a steady state.
+_MAX_SIGNATURES = 4096
+_MAX_FUSED = 256
 _MAX_TRACKED = 4096
 
 
@@ -46,13 +67,16 @@ class _Signature:
   standing for it in batch keys (hashing ints is cheaper than hashing avals), and its
   one-primitive program. `_signatures` is the one cache of eager primitives."""
 
-  __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "_executable")
+  __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "effectful", "_executable")
 
-  def __init__(self, prim: core.Primitive, params: dict, in_avals: tuple, sig_id: int):
+  def __init__(self, prim: core.Primitive, params: dict, in_avals: tuple):
     out = prim.abstract_eval(*in_avals, **params)
-    self.prim, self.params, self.in_avals, self.id = prim, params, in_avals, sig_id
+    self.prim, self.params, self.in_avals = prim, params, in_avals
+    self.id = next(_signature_ids)  # never reused: a key of an evicted signature stays stale
     outs = out if prim.multiple_results else [out]
     self.out_avals = tuple(array_mod.intern_aval(a) for a in outs)
+    # A loop whose body prints: it runs when called, not when (or if) its results are read.
+    self.effectful = core.has_effects(prim, params)
     self._executable = None
 
   def executable(self) -> executable.Executable:
@@ -63,6 +87,9 @@ class _Signature:
     return self._executable
 
 
+_signature_ids = itertools.count()
+
+
 # A recorded operation is a tuple (signature, refs, weak references to its output Arrays):
 # refs say where each operand comes from, an int for a leaf of the batch (an Array that
 # has its value), a pair (operation, output) for a pending value of the same batch.
@@ -70,27 +97,62 @@ class _Signature:
 
 
 class _Batch:
-  __slots__ = ("nodes", "keys", "leaves", "leaf_index", "error")
+  """The operations one thread recorded since its last run. `lock` is held while an
+  operation is recorded and while the batch runs, so that another thread needing one of its
+  values runs it whole, once. After the run, `failures` maps the position of each operation
+  that failed, or was computed from one that did, to (error, name of the failed operation)."""
+
+  __slots__ = ("nodes", "keys", "leaves", "leaf_index", "lock", "open", "failures",
+               "stopped_by", "__weakref__")
 
   def __init__(self) -> None:
     self.nodes: list[tuple] = []
     self.keys: list[tuple] = []
     self.leaves: list[Array] = []
     self.leaf_index: dict[int, int] = {}  # id(leaf) -> position; leaves live while we do
-    self.error: BaseException | None = None
+    self.lock = threading.RLock()  # reentrant: compiling during a run may run eager code
+    self.open = True
+    self.failures: dict[int, tuple[BaseException, str]] = {}
+    self.stopped_by = ""  # the error that ended the run early, if one did
+
+
+class _ThreadBatch(threading.local):
+  """Each thread records into a batch of its own: one thread's failing operation, or its
+  long run, never touches another's values."""
+
+  def __init__(self) -> None:
+    self.batch = _new_batch()
+
+
+class _ForeignOperand(Exception):
+  """An operand is pending in another thread's batch (or in one that failed)."""
 
 
 _aval_of = operator.attrgetter("aval")
-_lock = threading.RLock()
-_current = _Batch()
 _signatures: dict[tuple, _Signature] = {}
 _last_signature: dict[core.Primitive, _Signature] = {}
-_work_done: dict[tuple, int] = {}
-_fused: dict[tuple, Any] = {}
+_cache_lock = threading.Lock()  # guards changes to the caches
+_work_done: dict[int, int] = {}  # hash of a batch key -> operations it has run op by op
+_fused: dict[tuple, executable.Executable] = {}  # batch key -> compiled batch, LRU order
+_open_batches: weakref.WeakSet = weakref.WeakSet()  # every thread's unrun batch
+_open_batches_lock = threading.Lock()
 
 
+def _new_batch() -> _Batch:
+  batch = _Batch()
+  with _open_batches_lock:
+    _open_batches.add(batch)
+  return batch
+
+
+_thread = _ThreadBatch()
+
+
+@traceback_util.inline_api_boundary
 def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
-  """The impl of every XLA primitive: records it in the current batch."""
+  """The impl of every XLA primitive: records it in the calling thread's batch (or, if it
+  has effects, runs it now). An API boundary where JAX has one, in its dispatch: an error
+  of an eager `lax` operation's shape rule leaves without jaxon's frames below here."""
   try:
     avals = tuple(map(_aval_of, args))  # Arrays, the usual operands; no Python loop
   except AttributeError:
@@ -98,12 +160,33 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
     avals = tuple(map(_aval_of, args))
   sig = _last_signature.get(prim) if not params else None
   if sig is None or sig.in_avals != avals:
-    sig = _signature(prim, avals, params)
-  with _lock:
-    outs = _record(_current, sig, args)
-    if len(_current.nodes) >= MAX_BATCH:
-      flush()
-  return outs if prim.multiple_results else outs[0]
+    try:
+      sig = _signature(prim, avals, params)
+    except Exception as e:
+      traceback_util.filter_at_boundary(e)
+      raise
+  if sig.effectful:
+    outs = sig.executable()(args)
+    return outs if prim.multiple_results else outs[0]
+  while True:
+    batch = _thread.batch
+    with batch.lock:
+      if batch.open:
+        try:
+          outs = _record(batch, sig, args)
+        except _ForeignOperand:
+          pass
+        else:
+          if len(batch.nodes) >= MAX_BATCH:
+            _run_batch(batch)
+          return outs if prim.multiple_results else outs[0]
+    if batch.open:  # outside our lock: two threads may each wait for the other's batch
+      for x in args:
+        pending = x._pending
+        if pending is not None and pending[0] is not batch:
+          materialize(x)
+    else:  # another thread ran our batch for a value it needed
+      _thread.batch = _new_batch()
 
 
 def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:
@@ -113,7 +196,11 @@ def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:
   except TypeError as e:
     raise TypeError(f"parameters of primitive '{prim.name}' must be hashable: {params}") from e
   if sig is None:
-    sig = _signatures[key] = _Signature(prim, params, avals, len(_signatures))
+    sig = _Signature(prim, params, avals)
+    with _cache_lock:  # first in, first out: hits stay a plain dict lookup
+      _signatures[key] = sig
+      if len(_signatures) > _MAX_SIGNATURES:
+        del _signatures[next(iter(_signatures))]
   if not params:
     _last_signature[prim] = sig
   return sig
@@ -121,20 +208,27 @@ def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:
 
 def _record(batch: _Batch, sig: _Signature, args: Sequence[Array]) -> list[Array]:
   leaf_index = batch.leaf_index
+  leaves_before = len(batch.leaves)
   refs = []
-  for x in args:
-    pending = x._pending
-    if pending is not None:
-      if pending[0] is not batch:  # its batch failed: report why
-        materialize(x)
-      refs.append(pending[1])
-      continue
-    leaf = leaf_index.get(id(x))
-    if leaf is None:
-      x._check_if_deleted()  # fail at the operation that uses it, not later
-      leaf = leaf_index[id(x)] = len(batch.leaves)
-      batch.leaves.append(x)
-    refs.append(leaf)
+  try:
+    for x in args:
+      pending = x._pending
+      if pending is not None:
+        if pending[0] is not batch:
+          raise _ForeignOperand
+        refs.append(pending[1])
+        continue
+      leaf = leaf_index.get(id(x))
+      if leaf is None:
+        x._check_if_deleted()  # fail at the operation that uses it, not later
+        leaf = leaf_index[id(x)] = len(batch.leaves)
+        batch.leaves.append(x)
+      refs.append(leaf)
+  except BaseException:  # leave no unused leaf behind: it would change the batch's key
+    for x in batch.leaves[leaves_before:]:
+      del leaf_index[id(x)]
+    del batch.leaves[leaves_before:]
+    raise
   pos = len(batch.nodes)
   refs = tuple(refs)
   if len(sig.out_avals) == 1:
@@ -150,27 +244,59 @@ def _record(batch: _Batch, sig: _Signature, args: Sequence[Array]) -> list[Array
 
 
 def materialize(x: Array) -> None:
-  """Runs the batch that will compute `x`."""
-  batch = x._pending[0]
-  with _lock:
-    if batch is _current:
-      flush()
-  if batch.error is not None:
-    raise RuntimeError(f"an earlier eager operation failed: {batch.error}") from batch.error
+  """Runs the batch that will compute `x` (whichever thread recorded it), or raises the
+  error that kept it from being computed."""
+  pending = x._pending
+  if pending is None:  # another thread ran its batch meanwhile
+    return
+  batch = pending[0]
+  with batch.lock:
+    if batch.open:
+      _run_batch(batch)
+  if x._pending is not None:
+    raise _failure(batch, pending[1][0])
+
+
+def _failure(batch: _Batch, pos: int) -> BaseException:
+  """A fresh exception for each use of a failed value (raising one object again and again
+  would grow its traceback), of the original's class and message."""
+  if pos not in batch.failures:
+    return RuntimeError(f"the run of pending eager operations that was to compute this "
+                        f"value stopped early: {batch.stopped_by}")
+  cause, name = batch.failures[pos]
+  try:
+    error = type(cause)(*cause.args)
+  except Exception:
+    error = RuntimeError(str(cause))
+  error.add_note(f"The eager operation '{name}' failed when its batch of pending "
+                 "operations ran; this value depends on it.")
+  return error
 
 
 def flush() -> None:
-  """Runs every pending operation, giving each pending Array that is alive its value."""
-  global _current
-  with _lock:
-    batch, _current = _current, _Batch()
-    if not batch.nodes:
-      return
-    try:
-      _run(batch)
-    except BaseException as e:
-      batch.error = e
-      raise
+  """Runs every thread's pending operations: before an Array is deleted (whichever thread
+  recorded an operation reading it), and where every effect issued so far must happen.
+  Errors are kept for the values they concern (see `materialize`)."""
+  with _open_batches_lock:
+    batches = list(_open_batches)
+  for batch in batches:
+    with batch.lock:
+      if batch.open:
+        _run_batch(batch)
+
+
+def _run_batch(batch: _Batch) -> None:
+  """Runs an open batch; the caller holds its lock."""
+  batch.open = False
+  with _open_batches_lock:
+    _open_batches.discard(batch)
+  try:
+    _run(batch)
+  except BaseException as e:  # an interrupt, or compiling failed: values not computed
+    batch.stopped_by = repr(e)  # yet report it when used
+    raise
+  finally:  # a failed value keeps its batch alive: let it not keep operands too
+    batch.nodes, batch.keys, batch.leaves, batch.leaf_index = [], [], [], {}
 
 
 def _run(batch: _Batch) -> None:
@@ -179,46 +305,114 @@ def _run(batch: _Batch) -> None:
   if not live:
     return
   key = (tuple(batch.keys), tuple([(pos, i) for pos, i, _ in live]))
-  exe = _fused.get(key)
+  with _cache_lock:
+    exe = _fused.pop(key, None)
+    if exe is not None:
+      _fused[key] = exe  # most recently used last
   if exe is None and len(batch.nodes) > 1:
     exe = _fuse_if_repeated(key, batch, live)
   if exe is not None:
-    bufs = exe.run([x._buf for x in batch.leaves], batch.leaves)
-    for (_, _, a), buf in zip(live, bufs):
-      a._set_buffer(buf)
-  else:
+    try:
+      bufs = exe.run([x._buf for x in batch.leaves] + [_negative_zero()._buf])
+      # A compiled batch may fail after the call returns (XLA allocates its temporaries
+      # as it runs), leaving error buffers that crash jaxlib when read (not raise).
+      _jax.batched_block_until_ready(bufs)
+    except Exception:  # op by op finds which operations fail, and runs the others
+      exe = None
+    else:
+      for (_, _, a), buf in zip(live, bufs):
+        a._set_buffer(buf)
+  if exe is None:
     _run_one_by_one(batch, live)
 
 
-def _fuse_if_repeated(key: tuple, batch: _Batch, live: list) -> Any:
-  done = _work_done.get(key, 0)
-  if done < FUSE_WORK:
-    if len(_work_done) >= _MAX_TRACKED:
-      _work_done.clear()
-    _work_done[key] = done + len(batch.nodes)
-    return None
-  del _work_done[key]
-  exe = _fused[key] = executable.Executable(_batch_jaxpr(batch, live), [], "eager",
-                                            eager=True)
+def _fuse_if_repeated(key: tuple, batch: _Batch, live: list) -> executable.Executable | None:
+  key_hash = hash(key)  # a collision only fuses a batch sooner
+  with _cache_lock:
+    done = _work_done.pop(key_hash, 0)
+    if done < FUSE_WORK:
+      _work_done[key_hash] = done + len(batch.nodes)  # reinserted: most recent last
+      if len(_work_done) > _MAX_TRACKED:
+        del _work_done[next(iter(_work_done))]
+      return None
+  exe = executable.Executable(_batch_jaxpr(batch, live), [], "eager", eager=True)
+  with _cache_lock:
+    _fused[key] = exe
+    if len(_fused) > _MAX_FUSED:
+      del _fused[next(iter(_fused))]
   return exe
 
 
+# The fence between operations of a compiled batch: x + z, with z = -0.0 an argument of the
+# program. Adding -0.0 changes no value (not even a zero's sign), but LLVM cannot fold an
+# addend it does not know, so no multiply reaches the next operation's add to be contracted
+# with it; a multiply contracted into the fence itself, fma(a, b, -0.0), rounds as a*b does.
+_fence_p = core.Primitive("eager_fence")
+
+
+def _fence_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, negative_zero: ir.Value
+                    ) -> list[ir.Value]:
+  aval = ctx.avals_in[0]
+  dtype = np.dtype(aval.dtype)
+  part = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype  # complex64 -> f4
+  zero = hlo.convert(ir.RankedTensorType.get([], mlir.dtype_to_ir_type(part)), negative_zero)
+  if dtype.kind == "c":
+    zero = hlo.complex(zero, zero)
+  return [hlo.add(x, hlo.broadcast_in_dim(mlir.aval_to_ir_type(aval), zero, []))]
+
+
+mlir.register_lowering(_fence_p, _fence_lowering)
+_NEGATIVE_ZERO_AVAL = core.ShapedArray((), np.dtype(np.float32))
+
+# Operations whose real results are never a multiply's (moves, adds, comparisons, reductions
+# by adding or comparing): they need no fence. Fewer fences keep more small batches under
+# the cost below which XLA runs a program in the calling thread instead of handing it to a
+# worker (1000 flops: a fence is one per element).
+_MULTIPLY_FREE = frozenset({
+    "add", "add_any", "sub", "neg", "abs", "max", "min", "clamp", "select_n", "sign",
+    "floor", "ceil", "round", "convert_element_type", "broadcast_in_dim", "reshape",
+    "squeeze", "transpose", "rev", "slice", "dynamic_slice", "dynamic_update_slice",
+    "concatenate", "pad", "gather", "scatter", "scatter-add", "iota", "reduce_sum",
+    "reduce_max", "reduce_min", "cumsum", "cummax", "cummin", "sort", "stop_gradient"})
+
+
+def _needs_fence(sig: _Signature, aval: core.ShapedArray) -> bool:
+  if np.dtype(aval.dtype).kind not in "fc":
+    return False
+  complex_in = any(np.dtype(a.dtype).kind == "c" for a in sig.in_avals)  # |z| multiplies
+  return complex_in or sig.prim.name not in _MULTIPLY_FREE
+
+
+@functools.cache
+def _negative_zero() -> Array:
+  return array_mod.device_put_numpy(np.array(-0.0, np.float32))
+
+
 def _batch_jaxpr(batch: _Batch, live: list) -> Jaxpr:
+  """The batch as one program: its leaves, then -0.0 for the fences, are its arguments."""
   invars = [Var(x.aval) for x in batch.leaves]
+  negative_zero = Var(_NEGATIVE_ZERO_AVAL)
+  read_later = {r for _, refs, _ in batch.nodes for r in refs if type(r) is not int}
   results: list[list[Var]] = []
   eqns = []
-  for sig, refs, _ in batch.nodes:
+  for pos, (sig, refs, _) in enumerate(batch.nodes):
     ins = [invars[r] if type(r) is int else results[r[0]][r[1]] for r in refs]
     outs = [Var(a) for a in sig.out_avals]
-    results.append(outs)
     eqns.append(JaxprEqn(ins, outs, sig.prim, sig.params))
-  return Jaxpr([], invars, [results[pos][i] for pos, i, _ in live], eqns)
+    readable = list(outs)
+    for i, aval in enumerate(sig.out_avals):
+      if (pos, i) in read_later and _needs_fence(sig, aval):
+        readable[i] = Var(aval)
+        eqns.append(JaxprEqn([outs[i], negative_zero], [readable[i]], _fence_p, {}))
+    results.append(readable)
+  return Jaxpr([], invars + [negative_zero], [results[pos][i] for pos, i, _ in live], eqns)
 
 
 def _run_one_by_one(batch: _Batch, live: list) -> None:
   """Runs the operations whose results are still needed, each through its cached
   one-primitive executable, dropping each intermediate buffer after its last use (a batch
-  of operations on large arrays must not hold all of them at once)."""
+  of operations on large arrays must not hold all of them at once). An operation that
+  fails, and those reading its results, are recorded in `batch.failures`."""
   nodes = batch.nodes
   outputs: dict[int, list[tuple[int, Array]]] = {}
   for pos, i, a in live:
@@ -234,25 +428,61 @@ def _run_one_by_one(batch: _Batch, live: list) -> None:
           freed_after[pos].append(r[0])
   leaf_bufs = [x._buf for x in batch.leaves]
   values: list[Any] = [None] * len(nodes)
+  failures = batch.failures
   for pos, (sig, refs, _) in enumerate(nodes):
     if not needed[pos]:
       continue
+    if failures and (failed := _failed_operand(failures, refs)) is not None:
+      failures[pos] = failed
+      continue
     bufs = [leaf_bufs[r] if type(r) is int else values[r[0]][r[1]] for r in refs]
-    values[pos] = sig.executable().run(bufs, batch.leaves)
+    try:
+      values[pos] = sig.executable().run(bufs)
+    except Exception as e:
+      failures[pos] = (_run_error(batch, refs, e), sig.prim.name)
+      continue
     for i, a in outputs.get(pos, ()):
       a._set_buffer(values[pos][i])
     for done in freed_after[pos]:
       values[done] = None
 
 
-def _clear_caches(name: str, value: Any) -> None:
-  if name == "jax_enable_x64":
-    flush()
+def _failed_operand(failures: dict, refs: tuple) -> tuple[BaseException, str] | None:
+  for r in refs:
+    if type(r) is not int and r[0] in failures:
+      return failures[r[0]]
+  return None
+
+
+def _run_error(batch: _Batch, refs: tuple, error: Exception) -> BaseException:
+  """The error to report for a failed operation: jaxlib's message for a deleted operand
+  does not say which one, ours does. Kept without its traceback, whose frames would hold
+  the batch's buffers."""
+  for r in refs:
+    if type(r) is int:
+      try:
+        batch.leaves[r]._check_if_deleted()
+      except RuntimeError as deleted:
+        return deleted.with_traceback(None)
+  return error.with_traceback(None)
+
+
+def clear_caches() -> None:
+  """Forgets every compiled eager program: one-primitive and batch executables and the
+  counts that decide when a batch is compiled. Pending operations are unaffected."""
+  with _cache_lock:
     _signatures.clear()
     _last_signature.clear()
     _work_done.clear()
     _fused.clear()
 
 
-config.on_update(_clear_caches)
+def _clear_caches_on_update(name: str, value: Any) -> None:
+  if name == "jax_enable_x64":
+    flush()  # pending operations compile as they were checked
+    clear_caches()
+
+
+config.on_update(_clear_caches_on_update)
+caches.register(clear_caches)
 array_mod.set_materializer(materialize, flush)

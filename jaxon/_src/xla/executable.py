@@ -5,17 +5,23 @@ programs and batches of eager operations through the same `Executable`.
 """
 from __future__ import annotations
 
+import logging
 import operator
-import weakref
+import sys
+import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib import _jax, xla_client
+from jaxlib.mlir import ir
 
-from jaxon._src import core, dtypes
+from jaxon._src import caches, core, dtypes
+from jaxon._src import config as config_mod
 from jaxon._src.core import Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxon._src.interpreters import mlir
+from jaxon._src.xla import array as array_mod
 from jaxon._src.xla import client
 from jaxon._src.xla.array import Array, device_put_numpy, intern_aval, scalar_constant
 
@@ -24,15 +30,24 @@ class Executable:
   """A compiled program and what it takes to call it: argument avals, output handlers."""
 
   __slots__ = ("name", "loaded", "in_avals", "out_avals", "_handlers", "_const_bufs",
-               "_float0_outputs")
+               "_float0_outputs", "_host_callbacks")
 
-  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, eager: bool = False):
+  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, eager: bool = False,
+               donated_invars: Sequence[bool] = ()):
     """`eager` programs (one primitive, or a batch of eager operations) are compiled
-    without rewrites across operations: their results must not depend on batching."""
-    module = mlir.lower_jaxpr_to_module(jaxpr, name)
+    without rewrites across operations: their results must not depend on batching.
+    `donated_invars` marks inputs whose buffers outputs may take (see `lower_jaxpr`)."""
+    self._host_callbacks: list[Any] = []  # XLA calls them by index while we live
+    module = lower_jaxpr(jaxpr, name, donated_invars, self._host_callbacks)
     self.name = name
-    self.loaded = client.backend().compile_and_load(
-        mlir_module_bytes(module), client.device_list(), _compile_options(eager))
+    start = time.perf_counter()
+    if self._host_callbacks:
+      self.loaded = _load_with_callbacks(module, self._host_callbacks,
+                                         _compile_options(eager), core.jaxpr_has_effects(jaxpr))
+    else:
+      self.loaded = client.backend().compile_and_load(
+          mlir_module_bytes(module), client.device_list(), _compile_options(eager))
+    log_event(logger, f"Finished XLA compilation of jit({name})", start)
     self.in_avals = [v.aval for v in jaxpr.invars]
     self.out_avals = [intern_aval(v.aval) for v in jaxpr.outvars]
     sharding = client.default_sharding()
@@ -73,6 +88,147 @@ class Executable:
       raise
 
 
+class DonatingExecutable(Executable):
+  """An executable some of whose inputs are donated: XLA writes outputs into their
+  buffers, and the Arrays passed there are deleted by the call (as in JAX)."""
+
+  __slots__ = ("_donated",)
+
+  def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str,
+               donated_invars: Sequence[bool]):
+    super().__init__(jaxpr, consts, name, donated_invars=donated_invars)
+    aliases = donation_aliases([v.aval for v in jaxpr.invars],
+                               [v.aval for v in jaxpr.outvars], donated_invars)
+    self._donated = sorted(aliases)
+
+  def __call__(self, args: Sequence[Any]) -> list[Array]:
+    array_mod._flush()  # pending eager operations may read a donated Array: run them first
+    args = list(args)
+    for i in self._donated:
+      x = args[i]
+      if type(x) is Array:
+        # Our cached host view would hold the buffer (XLA then copies instead of
+        # donating) and would show whatever XLA writes there next.
+        x._npy = None
+      else:  # a buffer of its own, never a shared scalar constant
+        aval = self.in_avals[i]
+        args[i] = device_put_numpy(np.asarray(x), aval.dtype, aval.weak_type)
+    return Executable.__call__(self, args)
+
+
+# ----------------------------------------------------------------------------- lowering
+
+logger = logging.getLogger(__name__)
+
+
+def log_event(log: logging.Logger, what: str, start: float) -> None:
+  """Logs that `what` finished, with the time since `start`: at WARNING when
+  `jax_log_compiles` is set, otherwise at DEBUG (as JAX)."""
+  level = logging.WARNING if config_mod.values.jax_log_compiles else logging.DEBUG
+  if log.isEnabledFor(level):
+    log.log(level, f"{what} in {time.perf_counter() - start:.9f} sec")
+
+
+def lower_jaxpr(jaxpr: Jaxpr, name: str, donated_invars: Sequence[bool] = (),
+                host_callbacks: list[Any] | None = None) -> ir.Module:
+  """The StableHLO module of `jaxpr` (constvars first, then invars). Each donated input
+  that an output of the same shape and dtype can take is marked `tf.aliasing_output`, as
+  JAX marks it; the others are reported in JAX's warning and left alone."""
+  in_avals = [v.aval for v in jaxpr.invars]
+  level = logging.WARNING if config_mod.values.jax_log_compiles else logging.DEBUG
+  if logger.isEnabledFor(level):
+    logger.log(level, f"Compiling jit({name}) with global shapes and types "
+                      f"{tuple(in_avals)}.")
+  start = time.perf_counter()
+  module = mlir.lower_jaxpr_to_module(jaxpr, name, host_callbacks)
+  if any(donated_invars):
+    out_avals = [v.aval for v in jaxpr.outvars]
+    aliases = donation_aliases(in_avals, out_avals, donated_invars)
+    _mark_aliases(module, len(jaxpr.constvars), aliases)
+    unused = [a.str_short(short_dtypes=False) for i, (a, d) in
+              enumerate(zip(in_avals, donated_invars)) if d and i not in aliases]
+    if unused:
+      warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)}.\nSee an "
+                    "explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+                    stacklevel=_user_stacklevel())
+  log_event(logger, f"Finished jaxpr to MLIR module conversion jit({name})", start)
+  return module
+
+
+def donation_aliases(in_avals: Sequence[ShapedArray], out_avals: Sequence[ShapedArray],
+                     donated_invars: Sequence[bool]) -> dict[int, int]:
+  """{input: output} as JAX pairs them: each output in turn takes the first donated input
+  not yet taken with its shape and dtype (weak types aside)."""
+  waiting: dict[tuple, list[int]] = {}
+  for i, (aval, donated) in enumerate(zip(in_avals, donated_invars)):
+    if donated and aval.dtype != dtypes.float0:
+      waiting.setdefault((aval.shape, aval.dtype), []).append(i)
+  aliases = {}
+  for o, aval in enumerate(out_avals):
+    inputs = waiting.get((aval.shape, aval.dtype))
+    if inputs:
+      aliases[inputs.pop(0)] = o
+  return aliases
+
+
+def _mark_aliases(module: ir.Module, n_consts: int, aliases: dict[int, int]) -> None:
+  """Sets `tf.aliasing_output` on `main`'s arguments of the aliased inputs (which come
+  after the `n_consts` constants)."""
+  with module.context:
+    main = next(op for op in module.body.operations
+                if ir.StringAttr(op.attributes["sym_name"]).value == "main")
+    i32 = ir.IntegerType.get_signless(32)
+    attrs = [ir.DictAttr.get({"tf.aliasing_output": ir.IntegerAttr.get(i32, aliases[i])}
+                             if i in aliases else {})
+             for i in range(-n_consts, len(main.arguments) - n_consts)]
+    main.arg_attrs = ir.ArrayAttr.get(attrs)
+
+
+def _user_stacklevel() -> int:
+  """The `stacklevel` of a warning that points at the user's line, past jaxon's frames."""
+  frame, level = sys._getframe(1), 1
+  user, _ = core.user_frame(frame)
+  while frame is not None and frame is not user:
+    frame, level = frame.f_back, level + 1
+  return level
+
+
+def to_xla_computation(module: ir.Module) -> Any:
+  """The HLO computation of a StableHLO module (`Lowered.compiler_ir('hlo')`)."""
+  return _jax.mlir.mlir_module_to_xla_computation(mlir_module_bytes(module),
+                                                  use_tuple_args=False, return_tuple=False)
+
+
+def _load_with_callbacks(module: Any, host_callbacks: list[Any],
+                         options: xla_client.CompileOptions, effectful: bool) -> Any:
+  """Compiles a module that calls back into Python (jaxlib takes such a module as an MLIR
+  object, not bytes). A program with effects runs to completion before its call returns."""
+  loaded = client.backend().compile_and_load(
+      module, executable_devices=client.device_list(), compile_options=options,
+      host_callbacks=host_callbacks)
+  return _CompletingExecutable(loaded) if effectful else loaded
+
+
+class _CompletingExecutable:
+  """A loaded program whose executions finish (and so run their effects: prints, I/O)
+  before `execute_sharded` returns. Effects then happen in program order across calls,
+  which JAX gets by threading a runtime token from each call to the next. Programs
+  without effects do not come through here and pay nothing."""
+
+  __slots__ = ("_loaded",)
+
+  def __init__(self, loaded: Any):
+    self._loaded = loaded
+
+  def execute_sharded(self, bufs: list[_jax.ArrayImpl]) -> Any:
+    results = self._loaded.execute_sharded(bufs, with_tokens=True)
+    results.consume_token().block_until_ready()
+    return results
+
+  def __getattr__(self, name: str) -> Any:  # hlo_modules(), …: the program's own
+    return getattr(self._loaded, name)
+
+
 def _raise_if_deleted(args: Sequence[Any]) -> None:
   """jaxlib's message for a deleted argument does not say which: this one does."""
   for x in args:
@@ -81,8 +237,10 @@ def _raise_if_deleted(args: Sequence[Any]) -> None:
 
 
 def _device_aval(aval: ShapedArray) -> ShapedArray:
-  """float0 has no data; programs carry it as booleans (see `mlir.ir_constant`)."""
-  return aval.update(dtype=np.dtype(np.bool_)) if aval.dtype == dtypes.float0 else aval
+  """float0 has no data; programs carry it as booleans (see `mlir.ir_constant`). Extended
+  dtypes (keys) are carried as their physical data."""
+  return aval.update(dtype=np.dtype(np.bool_)) if aval.dtype == dtypes.float0 else (
+      core.physical_aval(aval))
 
 
 def _compile_options(eager: bool) -> xla_client.CompileOptions:
@@ -116,6 +274,8 @@ def to_buffer(x: Any, aval: ShapedArray) -> _jax.ArrayImpl:
 # ----------------------------------------------------------------------------- eager ops
 
 def _escaped_tracer_error(x: core.Tracer) -> Exception:
+  if x._trace._invalidated:
+    return core.escaped_tracer_error(x, "as an operand of eager or compiled code")
   return core.UnexpectedTracerError(
       f"The tracer {x} reached eager evaluation outside of its transformation.")
 
@@ -145,15 +305,18 @@ def compile_primitive(prim: core.Primitive, in_avals: Sequence[ShapedArray],
 
 # ----------------------------------------------------------------------------- jitted jaxprs
 
-_jaxpr_executables: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# JAX keeps the lowerings (and so the executables) of this many jaxprs, weakly keyed.
+_jaxpr_executables = caches.WeakKeyLRUCache(maxsize=2048)
+caches.register(_jaxpr_executables.clear)
 
 
 def executable_for(closed_jaxpr: core.ClosedJaxpr, name: str) -> Executable:
-  """The executable of a closed jaxpr, compiled on first use and kept while it lives."""
+  """The executable of a closed jaxpr, compiled on first use and kept while the jaxpr
+  lives, among the 2048 most recently used."""
   exe = _jaxpr_executables.get(closed_jaxpr)
   if exe is None:
-    exe = _jaxpr_executables[closed_jaxpr] = Executable(closed_jaxpr.jaxpr,
-                                                        closed_jaxpr.consts, name)
+    exe = Executable(closed_jaxpr.jaxpr, closed_jaxpr.consts, name)
+    _jaxpr_executables.put(closed_jaxpr, exe)
   return exe
 
 

@@ -17,20 +17,17 @@ from typing import Any
 
 import inspect
 
-from jaxon._src import core, dtypes, tree_util
-from jaxon._src.config import config
+from jaxon._src import caches, core, dtypes, tree_util
+from jaxon._src import config as config_mod
 from jaxon._src.core import ClosedJaxpr, Jaxpr, ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.lax import lax
 
-# Flags that change what a function traces to; part of the tracing cache's key.
-_TRACE_CONTEXT_FLAGS = ("jax_enable_x64", "jax_threefry_partitionable",
-                        "jax_default_matmul_precision")
-
-# fun -> {(in_tree, avals, flags): (jaxpr, consts, out_tree)}, for traces that closed over
-# no tracer: eager control flow in a Python loop then reuses one jaxpr, and so one
-# compiled program, instead of tracing and compiling on every call.
+# fun -> {(in_tree, avals, flags that change tracing): (jaxpr, consts, out_tree)}, for
+# traces that closed over no tracer: eager control flow in a Python loop then reuses one
+# jaxpr, and so one compiled program, instead of tracing and compiling on every call.
 _trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_trace_cache.clear)
 
 
 def trace_to_jaxpr(fun: Callable, in_tree: tree_util.PyTreeDef,
@@ -41,7 +38,7 @@ def trace_to_jaxpr(fun: Callable, in_tree: tree_util.PyTreeDef,
   Returns (jaxpr, consts, out_tree): the jaxpr takes the consts first, then the flat
   inputs, and returns the flat outputs of the pytree `out_tree`.
   """
-  key = (in_tree, tuple(in_avals), tuple(config.read(f) for f in _TRACE_CONTEXT_FLAGS))
+  key = (in_tree, tuple(in_avals), config_mod.trace_context())
   try:
     per_fun = _trace_cache.get(fun)
   except TypeError:  # not weakly referenceable

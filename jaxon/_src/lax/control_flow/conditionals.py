@@ -12,7 +12,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import core, dtypes, tree_util
+from jaxon._src import core, dtypes, traceback_util, tree_util
 from jaxon._src.config import config
 from jaxon._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxon._src.interpreters import ad, batching, mlir
@@ -30,6 +30,7 @@ _no_operand = object()
 # ----------------------------------------------------------------------------- API
 
 
+@traceback_util.api_boundary
 def switch(index: Any, branches: Sequence[Callable], *operands: Any,
            operand: Any = _no_operand) -> Any:
   """Applies `branches[index]` to `operands`; `index` is clamped into range.
@@ -48,7 +49,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any,
   if index_dtype.kind not in "iu":
     raise TypeError(f"Index type must be an integer, got {index} as {index_dtype}")
   if not branches:
-    raise ValueError("Empty branch sequence")
+    raise ValueError("Empty branch sequence: lax.switch needs at least one branch function.")
   if len(branches) == 1:
     return branches[0](*operands)
   index = lax.convert_element_type(index, np.int32)
@@ -58,6 +59,7 @@ def switch(index: Any, branches: Sequence[Callable], *operands: Any,
   return _bind_cond(index, branches, operands, "switch")
 
 
+@traceback_util.api_boundary
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any,
          operand: Any = _no_operand) -> Any:
   """`true_fun(*operands)` if `pred` else `false_fun(*operands)`, staged as one `cond`
@@ -132,11 +134,24 @@ def _cond_abstract_eval(index: ShapedArray, *avals: ShapedArray,
 
 def _cond_lowering(ctx: mlir.LoweringRuleContext, index: ir.Value, *args: ir.Value,
                    branches: tuple[ClosedJaxpr, ...]) -> list[ir.Value]:
-  case = hlo.CaseOp([mlir.aval_to_ir_type(a) for a in ctx.avals_out], index, len(branches))
+  """A `stablehlo.case`. With effects (prints) in a branch, the effect token goes through
+  it, first among the results, so effects keep program order."""
+  module = ctx.module_context
+  types = [mlir.aval_to_ir_type(a) for a in ctx.avals_out]
+  token = module.effect_token() if any(map(core.jaxpr_has_effects, branches)) else None
+  if token is not None:
+    types.insert(0, hlo.TokenType.get())
+  case = hlo.CaseOp(types, index, len(branches))
   for region, jaxpr in zip(case.regions, branches):
     with ir.InsertionPoint(region.blocks.append()):
-      hlo.return_(mlir.closed_jaxpr_subcomp(ctx.module_context, jaxpr, args))
-  return list(case.results)
+      if token is not None:
+        module.set_effect_token(token)
+      outs = mlir.closed_jaxpr_subcomp(module, jaxpr, args)
+      hlo.return_(outs if token is None else [module.effect_token(), *outs])
+  if token is None:
+    return list(case.results)
+  module.set_effect_token(case.results[0])
+  return list(case.results)[1:]
 
 
 def _cond_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes, tree_util
+from jaxon._src import core, dtypes, traceback_util, tree_util
+from jaxon._src.config import config
 from jaxon._src.errors import ConcretizationTypeError
 from jaxon._src.interpreters import batching
 from jaxon._src.lax import lax, shape_ops, slicing
@@ -15,6 +16,7 @@ from jaxon._src.lax.control_flow.scan import scan
 from jaxon._src.lax.control_flow.while_loop import while_loop
 
 
+@traceback_util.api_boundary
 def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_val: Any,
               *, unroll: int | bool | None = None) -> Any:
   """`val = init_val; for i in range(lower, upper): val = body_fun(i, val); return val`.
@@ -46,8 +48,11 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
   def scan_body(carry: tuple, _: Any) -> tuple:
     i, x = carry
     return (lax.add(i, lax._const(i, 1)), body_fun(i, x)), None
+  length = max(upper_ - lower_, 0)
+  if length == 0 and config.read("jax_disable_jit"):
+    return init_val  # the Python loop of a scan cannot run zero times (JAX's shortcut)
   start = lower if isinstance(lower, core.Tracer) else np.array(lower_, lower_dtype)
-  (_, result), _ = scan(scan_body, (start, init_val), None, length=max(upper_ - lower_, 0),
+  (_, result), _ = scan(scan_body, (start, init_val), None, length=length,
                         unroll=False if unroll is None else unroll)
   return result
 
@@ -64,6 +69,7 @@ def _fori_while_body(body_fun: Callable) -> Callable:
   return body
 
 
+@traceback_util.api_boundary
 def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
   """`stack([f(x) for x in xs])` over the leading axis of the pytree `xs`, as a `scan`.
   With `batch_size`, `f` is vmapped over chunks of that many examples per iteration.
@@ -100,6 +106,7 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:
   return ys
 
 
+@traceback_util.api_boundary
 def associative_scan(fn: Callable[[Any, Any], Any], elems: Any, reverse: bool = False,
                      axis: int = 0) -> Any:
   """All prefix combinations of `elems` along `axis` under the associative `fn`, in

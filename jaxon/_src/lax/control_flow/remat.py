@@ -17,7 +17,7 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import core, tree_util
+from jaxon._src import caches, core, traceback_util, tree_util
 from jaxon._src.core import ClosedJaxpr, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
@@ -32,6 +32,7 @@ Policy = Callable[..., bool]
 # ----------------------------------------------------------------------------- API
 
 
+@traceback_util.api_boundary
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Policy | None = None,
                static_argnums: int | tuple[int, ...] = ()) -> Callable:
   """`fun`, but reverse-mode differentiation recomputes its intermediate values from its
@@ -43,22 +44,27 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Policy | None
   """
   static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
 
+  @traceback_util.inline_api_boundary
   @functools.wraps(fun)
   def checkpointed(*args: Any, **kwargs: Any) -> Any:
-    statics = {i: args[i] for i in static}
-    dynamic = [a for i, a in enumerate(args) if i not in statics]
-    leaves, in_tree = tree_util.tree_flatten((tuple(dynamic), kwargs))
+    try:
+      statics = {i: args[i] for i in static}
+      dynamic = [a for i, a in enumerate(args) if i not in statics]
+      leaves, in_tree = tree_util.tree_flatten((tuple(dynamic), kwargs))
 
-    def with_statics(dyn_args: tuple, kw: dict) -> Any:
-      full = list(dyn_args)
-      for i in sorted(statics):
-        full.insert(i, statics[i])
-      return fun(*full, **kw)
-    jaxpr, consts, out_tree = common.trace_to_jaxpr(
-        with_statics, in_tree, [common.abstractify(x) for x in leaves])
-    outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr.jaxpr, prevent_cse=prevent_cse,
-                        differentiated=False, policy=policy)
-    return out_tree.unflatten(outs)
+      def with_statics(dyn_args: tuple, kw: dict) -> Any:
+        full = list(dyn_args)
+        for i in sorted(statics):
+          full.insert(i, statics[i])
+        return fun(*full, **kw)
+      jaxpr, consts, out_tree = common.trace_to_jaxpr(
+          with_statics, in_tree, [common.abstractify(x) for x in leaves])
+      outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr.jaxpr, prevent_cse=prevent_cse,
+                          differentiated=False, policy=policy)
+      return out_tree.unflatten(outs)
+    except Exception as e:
+      traceback_util.filter_at_boundary(e)
+      raise
   return checkpointed
 
 
@@ -160,7 +166,7 @@ def _remat_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, jaxpr: Jaxpr,
                     for a, nz in zip(jaxpr.out_avals, out_nz)]
 
 
-@functools.lru_cache(maxsize=4096)
+@caches.lru_cache(maxsize=4096)
 def _closed(jaxpr: Jaxpr) -> ClosedJaxpr:
   """One ClosedJaxpr per jaxpr, so the interpreters' caches keyed on it hit."""
   return ClosedJaxpr(jaxpr, [])
@@ -179,7 +185,7 @@ def _remat_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
   res_atoms = {v: outer_of.get(v) or Var(v.aval) for v in residuals}
   known_out = [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u]
   known_eqn = None
-  if known_out or computed:
+  if known_out or computed or core.jaxpr_has_effects(known):
     known = Jaxpr([], known.invars, known_out + computed, known.eqns)
     known_eqn = JaxprEqn([a for a, u in zip(eqn.invars, unknowns) if not u],
                          [v for v, u in zip(eqn.outvars, out_unknowns) if not u]
@@ -191,7 +197,7 @@ def _remat_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
   return known_eqn, unknown_eqn, out_unknowns
 
 
-@functools.lru_cache(maxsize=4096)
+@caches.lru_cache(maxsize=4096)
 def _split_saving(jaxpr: Jaxpr, unknowns: tuple[bool, ...], policy: Policy | None
                   ) -> tuple[Jaxpr, Jaxpr, list[bool], list[Var]]:
   """(known jaxpr, staged jaxpr, out_unknowns, residual vars): the known jaxpr returns
@@ -226,6 +232,12 @@ def _split_saving(jaxpr: Jaxpr, unknowns: tuple[bool, ...], policy: Policy | Non
   for e in unknown_eqns:
     for a in e.invars:
       need(a)
+  for e in known_eqns:  # a print the policy does not save runs again where recomputed (JAX)
+    if core.eqn_has_effects(e) and e not in recomputed and (policy is None or not policy(
+        e.primitive, *[a.aval for a in e.invars], **e.params)):
+      recomputed.add(e)
+      for a in e.invars:
+        need(a)
   res = list(residuals)
   known = Jaxpr([], [v for v in jaxpr.invars if v in known_inputs],
                 [v for v, u in zip(jaxpr.outvars, out_unknowns) if not u] + res, known_eqns)

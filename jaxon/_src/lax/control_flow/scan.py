@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, tree_util
+from jaxon._src import caches, core, traceback_util, tree_util
 from jaxon._src.config import config
 from jaxon._src.core import ClosedJaxpr, JaxprEqn, ShapedArray, Var
 from jaxon._src.interpreters import ad, batching, mlir
@@ -31,6 +31,7 @@ scan_p.multiple_results = True
 # ----------------------------------------------------------------------------- API
 
 
+@traceback_util.api_boundary
 def scan(f: Callable[[Any, Any], tuple[Any, Any]], init: Any, xs: Any = None,
          length: int | None = None, reverse: bool = False, unroll: int | bool = 1,
          _split_transpose: bool = False) -> tuple[Any, Any]:
@@ -283,7 +284,7 @@ def _scan_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
                                + [k == "stack" for k in kinds])
   stacked = [Var(_stacked(v.aval, length)) for v, k in zip(res_vars, kinds) if k == "stack"]
   known_eqn = None
-  if known_body.outvars:
+  if known_body.outvars or core.jaxpr_has_effects(known_body):
     known_eqn = JaxprEqn(
         outer_known_in,
         [v for v, u in zip(eqn.outvars, carry_uk + ys_uk) if not u] + stacked, scan_p,
@@ -353,7 +354,7 @@ def _scan_transpose(cts: Sequence[Any], *args: Any, reverse: bool, length: int,
           + [next(ct_xs) if lin else None for lin in xs_lin])
 
 
-@functools.lru_cache(maxsize=4096)
+@caches.lru_cache(maxsize=4096)
 def _transposed_body(jaxpr: ClosedJaxpr, num_consts: int, num_carry: int,
                      const_lin: tuple[bool, ...], xs_lin: tuple[bool, ...],
                      ys_nz: tuple[bool, ...]) -> ClosedJaxpr:

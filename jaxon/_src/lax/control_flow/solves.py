@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from jaxlib.mlir import ir
 
-from jaxon._src import core, tree_util
+from jaxon._src import core, traceback_util, tree_util
 from jaxon._src.api import linear_transpose, linearize
 from jaxon._src.core import ClosedJaxpr, ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
@@ -65,6 +65,7 @@ class _RootJaxprs(NamedTuple):
   linearize_and_solve: ClosedJaxpr
 
 
+@traceback_util.api_boundary
 def custom_root(f: Callable, initial_guess: Any, solve: Callable[[Callable, Any], Any],
                 tangent_solve: Callable[[Callable, Any], Any], has_aux: bool = False) -> Any:
   """`solve(f, initial_guess)`, differentiated as a root of `f` rather than through
@@ -149,6 +150,7 @@ custom_linear_solve_p = core.Primitive("custom_linear_solve")
 custom_linear_solve_p.multiple_results = True
 
 
+@traceback_util.api_boundary
 def custom_linear_solve(matvec: Callable, b: Any, solve: Callable[[Callable, Any], Any],
                         transpose_solve: Callable[[Callable, Any], Any] | None = None,
                         symmetric: bool = False, has_aux: bool = False) -> Any:

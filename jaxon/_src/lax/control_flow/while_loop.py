@@ -15,11 +15,13 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import core, tree_util
+from jaxon._src import core, traceback_util, tree_util
 from jaxon._src.config import config
 from jaxon._src.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, ShapedArray, Var
+from jaxon._src.errors import ConcretizationTypeError
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.lax import lax
 from jaxon._src.lax.control_flow import common
 from jaxon._src.xla import deferred
 
@@ -30,6 +32,7 @@ while_p.multiple_results = True
 # ----------------------------------------------------------------------------- API
 
 
+@traceback_util.api_boundary
 def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
                init_val: Any) -> Any:
   """`val = init_val; while cond_fun(val): val = body_fun(val); return val`, as one
@@ -45,10 +48,13 @@ def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any],
   if not (callable(cond_fun) and callable(body_fun)):
     raise TypeError("lax.while_loop: body_fun and cond_fun arguments should be callable.")
   if config.read("jax_disable_jit"):
-    val = init_val
-    while cond_fun(val):
-      val = body_fun(val)
-    return val
+    try:  # a Python loop on concrete values, so `print` and `pdb` see them
+      val = tree_util.tree_map(lax.asarray, init_val)
+      while cond_fun(val):
+        val = tree_util.tree_map(lax.asarray, body_fun(val))
+      return val
+    except ConcretizationTypeError:  # traced (under vmap, say): the primitive, as JAX
+      pass
   init_vals, in_tree = tree_util.tree_flatten((init_val,))
   cond_jaxpr, cond_consts, body_jaxpr, body_consts, out_tree = _trace_loop(
       cond_fun, body_fun, in_tree, init_vals)
@@ -100,29 +106,41 @@ def _while_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value, cond_nconsts
                     ) -> list[ir.Value]:
   """A `stablehlo.while` whose loop state carries the consts along with the carry. A
   batched predicate (one per example, from `vmap`) keeps the loop going while any example
-  runs, and the body leaves the carries of finished examples as they are."""
+  runs, and the body leaves the carries of finished examples as they are. A loop with
+  effects (prints) carries the effect token too, first, so they keep program order."""
   types = [mlir.aval_to_ir_type(a) for a in ctx.avals_in]
-  loop = hlo.WhileOp(types, list(args))
   module = ctx.module_context
+  n_tokens = int(core.jaxpr_has_effects(cond_jaxpr) or core.jaxpr_has_effects(body_jaxpr))
+  if n_tokens:
+    types, args = [hlo.TokenType.get(), *types], (module.effect_token(), *args)
+  loop = hlo.WhileOp(types, list(args))
   pred_aval = cond_jaxpr.out_avals[0]
   cond_block = loop.regions[0].blocks.append(*types)
   with ir.InsertionPoint(cond_block):
-    cond_consts, _, carry = _split(list(cond_block.arguments), cond_nconsts, body_nconsts)
+    if n_tokens:
+      module.set_effect_token(cond_block.arguments[0])
+    cond_consts, _, carry = _split(list(cond_block.arguments)[n_tokens:], cond_nconsts,
+                                   body_nconsts)
     (pred,) = mlir.closed_jaxpr_subcomp(module, cond_jaxpr, cond_consts + carry)
     if pred_aval.shape:
       pred = _any(pred, pred_aval)
     hlo.return_([pred])
   body_block = loop.regions[1].blocks.append(*types)
   with ir.InsertionPoint(body_block):
-    cond_consts, body_consts, carry = _split(list(body_block.arguments), cond_nconsts,
-                                             body_nconsts)
+    if n_tokens:
+      module.set_effect_token(body_block.arguments[0])
+    cond_consts, body_consts, carry = _split(list(body_block.arguments)[n_tokens:],
+                                             cond_nconsts, body_nconsts)
     new_carry = mlir.closed_jaxpr_subcomp(module, body_jaxpr, body_consts + carry)
     if pred_aval.shape:
       (running,) = mlir.closed_jaxpr_subcomp(module, cond_jaxpr, cond_consts + carry)
       new_carry = [_select_running(running, pred_aval, new, old, aval)
                    for new, old, aval in zip(new_carry, carry, body_jaxpr.out_avals)]
-    hlo.return_(cond_consts + body_consts + new_carry)
-  return list(loop.results)[cond_nconsts + body_nconsts:]
+    tokens = [module.effect_token()] if n_tokens else []
+    hlo.return_(tokens + cond_consts + body_consts + new_carry)
+  if n_tokens:
+    module.set_effect_token(loop.results[0])
+  return list(loop.results)[n_tokens + cond_nconsts + body_nconsts:]
 
 
 def _any(pred: ir.Value, aval: ShapedArray) -> ir.Value:
@@ -139,9 +157,10 @@ def _any(pred: ir.Value, aval: ShapedArray) -> ir.Value:
 def _select_running(running: ir.Value, pred_aval: ShapedArray, new: ir.Value, old: ir.Value,
                     aval: ShapedArray) -> ir.Value:
   """`new` where the example's predicate holds, `old` elsewhere (the predicate's shape is
-  the leading dimensions of the carry)."""
-  if aval.shape != pred_aval.shape:
-    running = hlo.broadcast_in_dim(mlir.aval_to_ir_type(pred_aval.update(shape=aval.shape)),
+  the leading dimensions of the carry, physical ones included for keys)."""
+  shape = core.physical_aval(aval).shape
+  if shape != pred_aval.shape:
+    running = hlo.broadcast_in_dim(mlir.aval_to_ir_type(pred_aval.update(shape=shape)),
                                    running, list(range(len(pred_aval.shape))))
   return hlo.select(running, new, old)
 

@@ -1,0 +1,757 @@
+"""`jit`: a function traced once per signature of its arguments and run as one executable.
+
+A jitted function keeps its traced signatures in a cache of its own; all functions' entries
+share one least-recently-used order, bounded as JAX's C++ jit cache is (`CACHE_CAPACITY`
+entries over all functions), so a program that retraces forever keeps a bounded number of
+executables. `jaxon.clear_caches()` empties it (see `caches.py`).
+
+Debugging switches read here: `jax_disable_jit` (call the Python function), `jax_log_compiles`
+(log each trace and compilation), `jax_explain_cache_misses` (log why a function is traced
+again), `jax_enable_checks` (type-check each traced jaxpr) and `jax_debug_nans`/`infs`
+(check the outputs; see `debug_nans.py`).
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import logging
+import operator
+import sys
+import time
+import weakref
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from jaxon._src import caches, core, debug_nans, dtypes, traceback_util, tree_util
+from jaxon._src import config as config_mod
+from jaxon._src.core import ClosedJaxpr, ShapedArray
+from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.pjit import pjit_p
+from jaxon._src.xla import executable
+from jaxon._src.xla.array import Array
+
+logger = logging.getLogger(__name__)
+
+# JAX's C++ jit cache holds this many compiled signatures over all jitted functions.
+CACHE_CAPACITY = 8192
+
+
+def abstractify(x: Any, where: str = "") -> ShapedArray:
+  try:
+    return core.get_aval(x)
+  except TypeError:
+    raise TypeError(f"Argument {where}{x!r} of type {type(x)} is not a valid JAX type: "
+                    "pass arrays, NumPy values, Python scalars or pytrees of those, or mark "
+                    "the argument static with static_argnums/static_argnames.") from None
+
+
+def _flat_avals(leaves: Sequence[Any]) -> tuple[ShapedArray, ...]:
+  return tuple([x.aval if type(x) is Array else abstractify(x) for x in leaves])
+
+
+_aval_of = operator.attrgetter("aval")
+_ONLY_ARRAYS = frozenset([Array])
+_flag_values = config_mod.values  # the flags as this thread sees them
+# Every call needs `jax_disable_jit` and the trace context; reading them from the thread's
+# values costs more than the rest of the check, so plain globals stand in for them while
+# no thread overrides them: `_maybe_disabled` (some thread may have jit off) and
+# `_shared_context` (None while a thread overrides a flag of the trace context).
+_maybe_disabled = False
+_shared_context: tuple | None = None
+
+
+def _track_flags() -> None:
+  global _maybe_disabled, _shared_context
+  _maybe_disabled = config_mod.disable_jit_flag.maybe_set
+  _shared_context = config_mod.shared_trace_context()
+
+
+config_mod.watch_all(_track_flags)
+_check_outputs = False  # debug_nans.maybe_checking, as a global: one read per call
+
+
+def _set_check_outputs(on: bool) -> None:
+  global _check_outputs
+  _check_outputs = on
+
+
+debug_nans.watch(_set_check_outputs)
+
+
+@functools.lru_cache(maxsize=64)
+def _positional_leaves_tree(n: int) -> tree_util.PyTreeDef:
+  """The input tree of a call with `n` Array arguments and no keywords, the usual call.
+  It is one object per `n`, so comparing cache keys compares it by identity."""
+  return tree_util.tree_structure(((0,) * n, {}))
+
+
+def flatten_fun(fun: Callable, in_tree: tree_util.PyTreeDef, out_tree_store: list
+                ) -> Callable[..., list[Any]]:
+  """`fun` on flat inputs to flat outputs; the output structure lands in `out_tree_store`."""
+  def flat_fun(*flat_args: Any) -> list[Any]:
+    args, kwargs = in_tree.unflatten(flat_args)
+    out = fun(*args, **kwargs)
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    out_tree_store.append(out_tree)
+    return out_leaves
+  return flat_fun
+
+
+class ShapeDtypeStruct:
+  """A shape and dtype standing in for an array (what `eval_shape` returns)."""
+
+  __slots__ = ("shape", "dtype", "weak_type")
+
+  def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+    self.shape = tuple(shape)
+    self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # keys' as they are
+    self.weak_type = weak_type
+
+  ndim = property(lambda self: len(self.shape))
+  size = property(lambda self: int(np.prod(self.shape)))
+
+  def __eq__(self, other: object) -> bool:
+    return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
+            and self.dtype == other.dtype)
+
+  def __hash__(self) -> int:
+    return hash((self.shape, self.dtype))
+
+  def __repr__(self) -> str:
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+
+
+core.register_aval_handler(
+    ShapeDtypeStruct, lambda s: ShapedArray(s.shape, dtypes.canonicalize_dtype(s.dtype),
+                                            s.weak_type))
+
+
+# ----------------------------------------------------------------------------- the cache
+
+
+class _CacheEntry:
+  """What tracing one signature of a jitted function gave, and the executable that runs it
+  (compiled on the first eager call; a call under another transformation stages `pjit`)."""
+
+  __slots__ = ("jaxpr", "const_args", "in_tree", "out_tree", "executable", "returns_leaf",
+               "donated", "owner", "key")
+
+  def __init__(self, jaxpr: ClosedJaxpr, const_args: list[Any], in_tree: tree_util.PyTreeDef,
+               out_tree: tree_util.PyTreeDef, donated: tuple[bool, ...]):
+    self.jaxpr = jaxpr  # consts that are tracers of an enclosing trace become leading args
+    self.const_args = const_args
+    self.in_tree = in_tree
+    self.out_tree = out_tree
+    self.donated = donated  # per flat input; () when nothing is donated
+    self.executable: executable.Executable | None = None  # set by `compile`
+    # A function returning one array (the usual case) needs no unflattening.
+    self.returns_leaf = out_tree == tree_util.tree_structure(0)
+    self.owner: dict | None = None  # the cache holding it, and its key there
+    self.key: Hashable = None
+
+  def compile(self, name: str) -> executable.Executable:
+    if self.executable is None:
+      if any(self.donated):
+        self.executable = executable.DonatingExecutable(
+            self.jaxpr.jaxpr, self.jaxpr.consts, name, self.donated)
+      else:
+        self.executable = executable.executable_for(self.jaxpr, name)
+    return self.executable
+
+
+# Every cached entry of every jitted function, least recently used first.
+_lru: collections.OrderedDict[_CacheEntry, None] = collections.OrderedDict()
+_live_functions: weakref.WeakSet[JitFunction] = weakref.WeakSet()
+
+
+def _remember(owner: dict, key: Hashable, entry: _CacheEntry) -> None:
+  entry.owner, entry.key = owner, key
+  owner[key] = entry
+  _lru[entry] = None
+  while len(_lru) > CACHE_CAPACITY:
+    old, _ = _lru.popitem(last=False)
+    old.owner.pop(old.key, None)
+
+
+def _forget_function(owner: dict) -> None:
+  """Drops a dead function's entries from the shared order (they go with it)."""
+  for entry in owner.values():
+    _lru.pop(entry, None)
+
+
+@caches.register
+def _clear_jit_caches() -> None:
+  _lru.clear()
+  for fun in list(_live_functions):
+    fun.clear_cache()
+
+
+def _trace_for_jit(fun: Callable, name: str, in_tree: tree_util.PyTreeDef,
+                   avals: Sequence[ShapedArray], donated: tuple[bool, ...]) -> _CacheEntry:
+  start = time.perf_counter()
+  out_tree_store: list = []
+  flat_fun = flatten_fun(fun, in_tree, out_tree_store)
+  jaxpr, consts = pe.trace_to_jaxpr(flat_fun, avals)
+  if _flag_values.jax_enable_checks:
+    core.check_jaxpr(jaxpr)
+  executable.log_event(logger, f"Finished tracing {name} for jit", start)
+  if any(isinstance(c, core.Tracer) for c in consts):
+    return _CacheEntry(ClosedJaxpr(pe.convert_constvars_jaxpr(jaxpr), []), consts, in_tree,
+                       out_tree_store[0], ())
+  return _CacheEntry(ClosedJaxpr(jaxpr, consts), [], in_tree, out_tree_store[0], donated)
+
+
+# ----------------------------------------------------------------------------- jit
+
+
+class JitFunction:
+  """A function compiled with XLA on first call for each distinct signature."""
+
+  def __init__(self, fun: Callable, argnums: _Argnums, inline: bool):
+    functools.update_wrapper(self, fun)
+    self._fun = fun
+    self._name = getattr(fun, "__name__", type(fun).__name__)
+    self._static_argnums = argnums.static_nums
+    self._static_argnames = argnums.static_names
+    self._donate_argnums = argnums.donate_nums
+    self._donate_argnames = argnums.donate_names
+    self._inline = inline
+    self._cache: dict[Hashable, _CacheEntry] = {}
+    # The key and entry of the last call: a call that repeats its signature (the usual
+    # case) is found by comparing keys, without hashing them (aval hashing runs Python).
+    # It stays usable when the shared order evicts the entry: a hot function never
+    # retraces because of other functions' entries.
+    self._last: tuple[Hashable, _CacheEntry | None] = (None, None)
+    _live_functions.add(self)
+    weakref.finalize(self, _forget_function, self._cache).atexit = False
+
+  def _split_statics(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple[tuple, dict]]:
+    """(static (position or name, value) pairs, (dynamic args, dynamic kwargs))."""
+    statics = tuple((i, args[i]) for i in self._static_argnums if i < len(args)) + tuple(
+        (k, kwargs[k]) for k in self._static_argnames if k in kwargs)
+    dyn_args = tuple(a for i, a in enumerate(args) if i not in self._static_argnums)
+    dyn_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_argnames}
+    return statics, (dyn_args, dyn_kwargs)
+
+  def _entry(self, args: tuple, kwargs: dict) -> tuple[Sequence[Any], _CacheEntry]:
+    """The flat dynamic arguments and the cache entry of their signature: (input tree,
+    static values, avals, flags). Runs on every call, so it does no more than that."""
+    statics, dynamic = (), (args, kwargs)
+    if self._static_argnums or self._static_argnames:
+      statics, dynamic = self._split_statics(args, kwargs)
+    in_tree = None
+    if not kwargs and not statics and _ONLY_ARRAYS.issuperset(map(type, args)):
+      # The usual call, Arrays by position: no flattening, and the avals are the signature
+      # (as for any call whose arguments are leaves, NumPy arrays or scalars too).
+      leaves, avals = args, tuple(map(_aval_of, args))
+      key: tuple = (avals, _shared_context or _flag_values.trace_context)
+    else:
+      leaves, in_tree = tree_util.registry.flatten(dynamic)
+      try:  # Arrays and tracers: `map` runs in C, without a Python call per leaf
+        avals = tuple(map(_aval_of, leaves))
+      except AttributeError:
+        avals = _flat_avals(leaves)
+      positional = not statics and in_tree == _positional_leaves_tree(len(leaves))
+      context = _shared_context or _flag_values.trace_context
+      key = (avals, context) if positional else (in_tree, statics, avals, context)
+    last_key, last_entry = self._last
+    if not statics and key == last_key:  # statics may not compare safely
+      return leaves, last_entry
+    entry = self._lookup(key, statics)
+    if entry is None:
+      in_tree = _positional_leaves_tree(len(args)) if in_tree is None else in_tree
+      if _flag_values.jax_explain_cache_misses:
+        _explain_miss(self, key, args, statics)
+      entry = self._trace(args, kwargs, statics, in_tree, avals)
+      if not entry.const_args:
+        _remember(self._cache, key, entry)
+    if not entry.const_args:
+      self._last = (key, entry)
+    return leaves, entry
+
+  def _lookup(self, key: Hashable, statics: tuple) -> _CacheEntry | None:
+    try:
+      entry = self._cache.get(key)
+    except TypeError:
+      raise _unhashable_static_error(statics) from None
+    except Exception as e:  # a static value's __eq__ failed
+      types = ", ".join(str(type(v)) for _, v in statics)
+      raise ValueError("static arguments should be comparable using __eq__. The following "
+                       f"error was raised when comparing static arguments of types {types}: "
+                       f"{type(e).__name__}: {e}") from e
+    if entry is not None:
+      try:
+        _lru.move_to_end(entry)
+      except KeyError:  # evicted by another thread just now
+        pass
+    return entry
+
+  def _trace(self, args: tuple, kwargs: dict, statics: tuple, in_tree: tree_util.PyTreeDef,
+             avals: Sequence[ShapedArray]) -> _CacheEntry:
+    static_args = {i: v for i, v in statics if type(i) is int}
+    static_kwargs = {k: v for k, v in statics if type(k) is str}
+
+    def fun_of_dynamic(*dyn_args: Any, **dyn_kwargs: Any) -> Any:
+      full = list(dyn_args)
+      for i in sorted(static_args):
+        full.insert(i, static_args[i])
+      return self._fun(*full, **dyn_kwargs, **static_kwargs)
+    return _trace_for_jit(fun_of_dynamic, self._name, in_tree, avals,
+                          self._donated_leaves(args, kwargs))
+
+  def _donated_leaves(self, args: tuple, kwargs: dict) -> tuple[bool, ...]:
+    """Whether each flat dynamic input is donated (`()` when none is)."""
+    if not (self._donate_argnums or self._donate_argnames):
+      return ()
+    flags: list[bool] = []
+    for i, a in enumerate(args):
+      if i not in self._static_argnums:
+        flags += [i in self._donate_argnums] * tree_util.tree_structure(a).num_leaves
+    for k in sorted(kwargs):  # the order dicts flatten in
+      if k not in self._static_argnames:
+        flags += [k in self._donate_argnames] * tree_util.tree_structure(kwargs[k]).num_leaves
+    return tuple(flags) if any(flags) else ()
+
+  @traceback_util.inline_api_boundary
+  def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    # Every step of this path is paid on each call of a jitted function: keep it short.
+    try:
+      if _maybe_disabled and _flag_values.jax_disable_jit:
+        return self._fun(*args, **kwargs)
+      leaves, entry = self._entry(args, kwargs)
+      if core.is_eval_trace_current():
+        outs = (entry.executable or entry.compile(self._name))(leaves)
+        if _check_outputs:  # jax_debug_nans/infs: on a bad value, re-run op by op
+          debug_nans.check_jit_outputs(self._fun, self._name, args, kwargs, outs)
+      elif self._inline:
+        outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *entry.const_args,
+                               *leaves)
+      else:
+        outs = pjit_p.bind(*entry.const_args, *leaves, jaxpr=entry.jaxpr, name=self._name)
+      return outs[0] if entry.returns_leaf else entry.out_tree.unflatten(outs)
+    except Exception as e:
+      traceback_util.filter_at_boundary(e)
+      raise
+
+  @traceback_util.api_boundary
+  def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+    _, entry = self._entry(args, kwargs)
+    return Lowered(entry, self._name)
+
+  @traceback_util.api_boundary
+  def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
+    _, entry = self._entry(args, kwargs)
+    return entry.out_tree.unflatten(
+        [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in entry.jaxpr.out_avals])
+
+  def clear_cache(self) -> None:
+    for entry in self._cache.values():
+      _lru.pop(entry, None)
+    self._cache.clear()
+    self._last = (None, None)
+
+  def _cache_size(self) -> int:
+    return len(self._cache)
+
+  def __get__(self, obj: Any, objtype: Any = None) -> Any:
+    return self if obj is None else functools.partial(self, obj)
+
+  def __repr__(self) -> str:
+    return f"<jitted function {self._name}>"
+
+
+def _unhashable_static_error(statics: tuple) -> ValueError:
+  for _, value in statics:
+    try:
+      hash(value)
+    except TypeError as e:
+      return ValueError("Non-hashable static arguments are not supported. An error occurred "
+                        f"while trying to hash an object of type {type(value)}, {value}. The "
+                        f"error was:\nTypeError: {e}\n")
+  return ValueError("Non-hashable static arguments are not supported.")
+
+
+class Lowered:
+  """A jitted function lowered for one signature: its StableHLO, and compilation."""
+
+  def __init__(self, entry: _CacheEntry, name: str):
+    self._entry = entry
+    self._name = name
+
+  def compiler_ir(self, dialect: str | None = None) -> Any:
+    """The StableHLO module (`dialect='stablehlo'`, the default) or the HLO computation
+    (`'hlo'`), as JAX's: for reading, not a stable serialization."""
+    module = executable.lower_jaxpr(self._entry.jaxpr.jaxpr, self._name, self._entry.donated)
+    if dialect in (None, "stablehlo"):
+      return module
+    if dialect == "hlo":
+      return executable.to_xla_computation(module)
+    raise ValueError(f"unknown dialect: {dialect}")
+
+  def as_text(self, dialect: str | None = None) -> str:
+    ir = self.compiler_ir(dialect)
+    return ir.as_hlo_text() if dialect == "hlo" else str(ir)
+
+  def compile(self) -> Compiled:
+    if self._entry.const_args:
+      raise TypeError(f"jit({self._name}).lower(...).compile(): the function closes over "
+                      "values traced by an enclosing transformation, so it cannot be "
+                      "compiled on its own; call the jitted function instead.")
+    return Compiled(self._entry, self._name)
+
+
+class Compiled:
+  """A jitted function compiled for one signature. As in JAX, it is called with the
+  dynamic arguments only (static ones were fixed by `lower`), in the same pytree structure
+  and with the same shapes and dtypes."""
+
+  def __init__(self, entry: _CacheEntry, name: str):
+    self._entry = entry
+    self._name = name
+    self._executable = entry.compile(name)
+
+  in_tree = property(lambda self: self._entry.in_tree)
+  out_tree = property(lambda self: self._entry.out_tree)
+
+  def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
+    if in_tree != self._entry.in_tree:
+      raise TypeError(f"Function compiled with input pytree {self._entry.in_tree} does not "
+                      f"match the input pytree it was called with, {in_tree}.")
+    for want, got in zip(self._executable.in_avals, _flat_avals(leaves)):
+      if (want.shape, want.dtype) != (got.shape, got.dtype):
+        self._raise_type_mismatch(args, kwargs)
+    return self._entry.out_tree.unflatten(self._executable(leaves))
+
+  def _raise_type_mismatch(self, args: tuple, kwargs: dict) -> None:
+    paths, _ = tree_util.tree_flatten_with_path((args, kwargs))
+    mismatches = []
+    for (path, leaf), want in zip(paths, self._executable.in_avals):
+      got = abstractify(leaf)
+      if (want.shape, want.dtype) != (got.shape, got.dtype):
+        where = ("args", "kwargs")[path[0].idx] + tree_util.keystr(path[1:])
+        mismatches.append(f"argument {where} compiled with {want.str_short(False)} and "
+                          f"called with {got.str_short(False)}")
+    raise TypeError("Argument types differ from the types for which this computation was "
+                    "compiled: " + "; ".join(mismatches))
+
+  def as_text(self) -> str:
+    return self._executable.loaded.hlo_modules()[0].to_string()
+
+  def cost_analysis(self) -> dict[str, float]:
+    """XLA's estimates (flops, bytes accessed, …) for the compiled program, as JAX's."""
+    return self._executable.loaded.cost_analysis()
+
+  def memory_analysis(self) -> Any:
+    """XLA's `CompiledMemoryStats`: argument, output, temporary and code sizes in bytes."""
+    return self._executable.loaded.get_compiled_memory_stats()
+
+  def __repr__(self) -> str:
+    return f"<compiled function {self._name}>"
+
+
+# ----------------------------------------------------------------------------- cache misses
+
+_miss_callsites: set[str] = set()
+
+
+def _explain_miss(fun: JitFunction, key: tuple, args: tuple, statics: tuple) -> None:
+  """Logs why `fun` is traced again (`jax_explain_cache_misses`): the difference between
+  this call's signature and the closest one it was traced for, argument by argument."""
+  if (getattr(fun._fun, "__module__", None) or "").startswith("jaxon."):
+    return  # jaxon's own jitted helpers: not the user's business
+  code = getattr(inspect.unwrap(fun._fun), "__code__", None)
+  frame, _ = core.user_frame(sys._getframe())
+  callsite = core.describe_frame(frame) if frame is not None else "<unknown>"
+  defined = f" defined at {code.co_filename}:{code.co_firstlineno}" if code else ""
+  lines = [f"TRACING CACHE MISS at {callsite}:"]
+  if not fun._cache:
+    lines.append(f"  never seen function:\n    {fun._name} id={id(fun._fun)}{defined}")
+    if callsite in _miss_callsites:
+      lines.append("  but seen another function defined on the same line; maybe the "
+                   "function is\n  being re-defined repeatedly, preventing caching?")
+    _miss_callsites.add(callsite)
+  else:
+    namer = _ArgNamer(fun, len(args))
+    closest = min(_diff_keys(_full_key(key), _full_key(old), namer) for old in list(fun._cache))
+    lines += [f"  for {fun._name}{defined}",
+              "  all previously seen cache keys differ. For the closest previous key:",
+              "  " + closest[2]]
+  logger.warning("\n".join(lines))
+
+
+def _full_key(key: tuple) -> tuple:
+  """(in_tree, statics, avals, trace context) of a cache key of either form."""
+  if len(key) == 2:
+    return (_positional_leaves_tree(len(key[0])), (), *key)
+  return key
+
+
+def _diff_keys(new: tuple, old: tuple, namer: _ArgNamer) -> tuple[int, int, str]:
+  """(severity, number of differences, explanation): the closest key has the least."""
+  new_tree, new_statics, new_avals, new_context = new
+  old_tree, old_statics, old_avals, old_context = old
+  if new_context != old_context:
+    lines = [f"  * {name} differs: now {a} and before {b}" for name, a, b in
+             zip(config_mod.trace_context_names(), new_context, old_context) if a != b]
+    return 0, len(lines), ("Tracing context doesn't match, e.g. due to config or context "
+                           "manager.\n" + "\n".join(lines))
+  if new_tree != old_tree:
+    lines = _tree_diffs(new_tree, old_tree, namer)
+    return 1, len(lines), "different input pytree:\n" + "\n".join(lines)
+  if not _same(new_statics, old_statics):
+    lines = _static_diffs(dict(new_statics), dict(old_statics), namer)
+    return 2, len(lines), "different static arguments:\n" + "\n".join(lines)
+  lines, weak = [], False
+  for name, a, b in zip(namer.leaf_names(new_tree), new_avals, old_avals):
+    if a != b:
+      now, before = a.str_short(), b.str_short()
+      if a.weak_type != b.weak_type:
+        weak = True
+        now, before = f"{now}{{weak_type={a.weak_type}}}", f"{before}{{weak_type={b.weak_type}}}"
+      lines.append(f"  * at {name}, now {now} and before {before}")
+  text = "different input types:\n" + "\n".join(lines)
+  if weak:
+    text += "\n  (on weak types: https://docs.jax.dev/en/latest/type_promotion.html#weak-types)"
+  return 3, len(lines), text
+
+
+def _same(a: Any, b: Any) -> bool:
+  try:
+    return bool(a == b)
+  except Exception:  # a static value's __eq__ failed: count it as a difference
+    return False
+
+
+def _tree_diffs(new_tree: tree_util.PyTreeDef, old_tree: tree_util.PyTreeDef,
+                namer: _ArgNamer) -> list[str]:
+  new_args, new_kwargs = new_tree.unflatten(range(new_tree.num_leaves))
+  old_args, old_kwargs = old_tree.unflatten(range(old_tree.num_leaves))
+  lines = []
+  if len(new_args) != len(old_args):
+    lines.append(f"  * now {len(new_args)} positional arguments and before {len(old_args)}")
+  else:
+    lines += [f"  * at {namer.dynamic(i)}, now {a} and before {b}"
+              for i, (a, b) in enumerate(zip(map(tree_util.tree_structure, new_args),
+                                             map(tree_util.tree_structure, old_args)))
+              if a != b]
+  if set(new_kwargs) != set(old_kwargs):
+    lines.append(f"  * now keyword arguments {sorted(new_kwargs)} and before "
+                 f"{sorted(old_kwargs)}")
+  else:
+    for k in sorted(new_kwargs):
+      a, b = tree_util.tree_structure(new_kwargs[k]), tree_util.tree_structure(old_kwargs[k])
+      if a != b:
+        lines.append(f"  * at {namer.arg(k)}, now {a} and before {b}")
+  return lines
+
+
+def _static_diffs(new: dict, old: dict, namer: _ArgNamer) -> list[str]:
+  absent = "not passed"
+  lines = []
+  for label in sorted(set(new) | set(old), key=str):
+    a, b = new.get(label, absent), old.get(label, absent)
+    if not _same(a, b):
+      lines.append(f"  * at {namer.arg(label)}, now {a!r} and before {b!r}")
+  return lines
+
+
+class _ArgNamer:
+  """Names arguments after `fun`'s parameters (`x`, `args[1]`, `kw['z']`), and flat leaves
+  after them and their path inside (`params['w']`)."""
+
+  def __init__(self, fun: JitFunction, n_args: int):
+    try:
+      params = list(inspect.signature(fun._fun).parameters.values())
+    except (TypeError, ValueError):
+      params = []
+    self.positional = [p.name for p in params
+                       if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    self.keywords = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD,
+                                                          p.KEYWORD_ONLY)}
+    self.varargs = next((p.name for p in params if p.kind is p.VAR_POSITIONAL), "args")
+    self.varkw = next((p.name for p in params if p.kind is p.VAR_KEYWORD), "kwargs")
+    self.dynamic_positions = [i for i in range(n_args) if i not in fun._static_argnums]
+
+  def arg(self, label: int | str) -> str:
+    """The argument at position `label`, or the keyword argument `label`."""
+    if isinstance(label, str):
+      return label if label in self.keywords else f"{self.varkw}[{label!r}]"
+    if label < len(self.positional):
+      return self.positional[label]
+    return f"{self.varargs}[{label - len(self.positional)}]"
+
+  def dynamic(self, i: int) -> str:
+    """The i-th positional argument that is not static."""
+    positions = self.dynamic_positions
+    return self.arg(positions[i] if i < len(positions) else i)
+
+  def leaf_names(self, in_tree: tree_util.PyTreeDef) -> list[str]:
+    args, kwargs = in_tree.unflatten(range(in_tree.num_leaves))
+    names = []
+    for name, arg in ([(self.dynamic(i), a) for i, a in enumerate(args)]
+                      + [(self.arg(k), kwargs[k]) for k in sorted(kwargs)]):
+      names += [name + tree_util.keystr(path)
+                for path, _ in tree_util.tree_flatten_with_path(arg)[0]]
+    return names
+
+
+# ----------------------------------------------------------------------------- arguments
+
+
+class _Argnums:
+  """Static and donated arguments, by position and by name, checked against `fun`'s
+  signature and each completed from the other as JAX does."""
+
+  def __init__(self, fun: Callable, static_argnums: Any, static_argnames: Any,
+               donate_argnums: Any, donate_argnames: Any):
+    try:
+      sig: inspect.Signature | None = inspect.signature(fun)
+    except (TypeError, ValueError):  # some builtins have none: nothing can be checked
+      sig = None
+    if sig is None:
+      if donate_argnames is not None:
+        raise ValueError(f"Getting the signature of function {fun} failed. Pass "
+                         "donate_argnums instead of donate_argnames.")
+      static = (_index_tuple(static_argnums), _str_tuple(static_argnames))
+      donate: tuple[tuple[int, ...], tuple[str, ...]] = (_index_tuple(donate_argnums), ())
+    else:
+      static = _infer_argnums_and_argnames(sig, static_argnums, static_argnames)
+      donate = _infer_argnums_and_argnames(sig, donate_argnums, donate_argnames)
+      for (nums, names), what in ((static, "static"), (donate, "donate")):
+        _check_argnums(sig, nums, f"{what}_argnums")
+        _check_argnames(sig, names, f"{what}_argnames")
+    if both := set(static[1]) & set(donate[1]):
+      raise ValueError("static_argnames and donate_argnames cannot intersect. Argument names "
+                       f"{both} appear in both static_argnames and donate_argnames")
+    if set(static[0]) & set(donate[0]):
+      raise ValueError(f"`static_argnums` {sorted(set(static[0]))} and `donate_argnums` "
+                       f"{sorted(set(donate[0]))} cannot intersect.")
+    self.static_nums = _nonnegative(sig, static[0])
+    self.static_names = static[1]
+    # As in JAX, a negative donate_argnums donates nothing.
+    self.donate_nums = tuple(sorted({n for n in donate[0] if n >= 0}))
+    self.donate_names = donate[1]
+
+
+def _index_tuple(x: Any) -> tuple[int, ...]:
+  if x is None:
+    return ()
+  return (operator.index(x),) if isinstance(x, int) else tuple(map(operator.index, x))
+
+
+def _str_tuple(x: Any) -> tuple[str, ...]:
+  if x is None:
+    return ()
+  names = (x,) if isinstance(x, str) else tuple(x)
+  for name in names:
+    if not isinstance(name, str):
+      raise TypeError(f"argument is not a string: {name!r}")
+  return names
+
+
+def _infer_argnums_and_argnames(sig: inspect.Signature, argnums: Any, argnames: Any
+                                ) -> tuple[tuple[int, ...], tuple[str, ...]]:
+  """Positions and names; when only one is given, the other follows from the parameters
+  that may be passed either way."""
+  if argnums is None and argnames is None:
+    return (), ()
+  if argnums is not None and argnames is not None:
+    return _index_tuple(argnums), _str_tuple(argnames)
+  either = [(i, name) for i, (name, p) in enumerate(sig.parameters.items())
+            if p.kind is p.POSITIONAL_OR_KEYWORD]
+  if argnums is None:
+    names = _str_tuple(argnames)
+    return tuple(i for i, name in either if name in names), names
+  nums = _index_tuple(argnums)
+  return nums, tuple(name for i, name in either if i in nums)
+
+
+def _positional_count(sig: inspect.Signature) -> int:
+  return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+             for p in sig.parameters.values())
+
+
+def _check_argnums(sig: inspect.Signature, nums: tuple[int, ...], what: str) -> None:
+  if any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
+    return  # any position may be passed
+  n = _positional_count(sig)
+  if nums and (-min(nums) > n or max(nums) >= n):
+    raise ValueError(f"Jitted function has {what}={nums}, but only accepts {n} positional "
+                     "arguments.")
+
+
+def _check_argnames(sig: inspect.Signature, names: tuple[str, ...], what: str) -> None:
+  params = sig.parameters.values()
+  positional_only = {p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                          p.VAR_POSITIONAL)}
+  if bad := positional_only & set(names):
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. These are "
+                     "positional-only")
+  if any(p.kind is p.VAR_KEYWORD for p in params):
+    return
+  keywords = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+  if bad := set(names) - keywords:
+    raise ValueError(f"Jitted function has invalid argnames {bad} in {what}. Function does "
+                     "not take these args.")
+
+
+def _nonnegative(sig: inspect.Signature | None, nums: tuple[int, ...]) -> tuple[int, ...]:
+  """Negative static positions counted from the last positional parameter (a function
+  with *args has no last one: they stay negative and match nothing)."""
+  if sig is None or any(p.kind is p.VAR_POSITIONAL for p in sig.parameters.values()):
+    return tuple(sorted(nums))
+  n = _positional_count(sig)
+  return tuple(sorted({i % n if i < 0 else i for i in nums}))
+
+
+@traceback_util.api_boundary
+def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardings: Any = None,
+        static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Iterable[str] | None = None,
+        donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Iterable[str] | None = None, keep_unused: bool = False,
+        device: Any = None, backend: str | None = None, inline: bool = False,
+        compiler_options: dict[str, Any] | None = None) -> Any:
+  """Compiles `fun` with XLA: traced once per signature of its arguments (shapes, dtypes,
+  weak types, tree structure and static values), then run as one executable.
+
+  Args:
+    fun: the function; arrays and pytrees of arrays in, arrays and pytrees out.
+    static_argnums, static_argnames: arguments that are compile-time constants (hashable).
+    donate_argnums, donate_argnames: arguments whose buffers the program may reuse for an
+      output of the same shape and dtype; a donated Array is deleted by the call.
+    keep_unused: jaxon never prunes unused arguments, so this changes nothing.
+    inline: under another transformation, stage the function's equations in place of
+      a `pjit` equation.
+    in_shardings, out_shardings, device, backend: jaxon runs on one CPU device; only the
+      values that mean it are accepted.
+
+  Example:
+    >>> f = jit(lambda x: x * 2.0 + 1.0)
+    >>> f(jnp.arange(3.0))
+    Array([1., 3., 5.], dtype=float32)
+  """
+  if fun is None:
+    return functools.partial(
+        jit, in_shardings=in_shardings, out_shardings=out_shardings,
+        static_argnums=static_argnums, static_argnames=static_argnames,
+        donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+        keep_unused=keep_unused, device=device, backend=backend, inline=inline,
+        compiler_options=compiler_options)
+  if not callable(fun):
+    raise TypeError(f"jit expected a callable, got {fun!r}")
+  if in_shardings is not None or out_shardings is not None:
+    raise NotImplementedError("jit: jaxon runs on one CPU device and takes no "
+                              "in_shardings/out_shardings; leave them unset.")
+  if backend not in (None, "cpu") or (device is not None and
+                                      getattr(device, "platform", None) != "cpu"):
+    raise ValueError(f"jit: jaxon runs on the CPU; got backend={backend!r}, "
+                     f"device={device!r}.")
+  if compiler_options:
+    raise NotImplementedError("jit: jaxon does not take XLA compiler_options.")
+  argnums = _Argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
+  return JitFunction(fun, argnums, inline)
