@@ -332,6 +332,22 @@ def _materialize_cotangent(ct: Any, primal_aval: ShapedArray) -> Any:
 
 
 @traceback_util.api_boundary
+def _vjp_of_argnums(fun: Callable, argnums: int | Sequence[int], args: tuple, kwargs: dict,
+                    has_aux: bool, holomorphic: bool, allow_int: bool, transform: str
+                    ) -> tuple[Any, Callable, Any, tuple]:
+  """`vjp` of `fun` with respect to `args[argnums]` (checked for `transform`): the output,
+  the pullback, the aux value (None without `has_aux`) and the differentiated arguments."""
+  partial_fun, dyn = _argnums_partial(
+      fun, argnums, args, kwargs, functools.partial(
+          _check_input_dtype, holomorphic=holomorphic, allow_int=allow_int,
+          transform=transform))
+  if has_aux:
+    out, pullback, aux = vjp(partial_fun, *dyn, has_aux=True)
+    return out, pullback, aux, dyn
+  out, pullback = vjp(partial_fun, *dyn)
+  return out, pullback, None, dyn
+
+
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                    holomorphic: bool = False, allow_int: bool = False) -> Callable:
   """A function returning `(fun(*args), grad of fun w.r.t. args[argnums])`; `fun` must
@@ -342,14 +358,8 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
   @functools.wraps(fun)
   def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
     try:
-      partial_fun, dyn = _argnums_partial(
-          fun, argnums, args, kwargs, functools.partial(
-              _check_input_dtype, holomorphic=holomorphic, allow_int=allow_int,
-              transform="grad"))
-      if has_aux:
-        out, f_vjp, aux = vjp(partial_fun, *dyn, has_aux=True)
-      else:
-        out, f_vjp = vjp(partial_fun, *dyn)
+      out, f_vjp, aux, _ = _vjp_of_argnums(fun, argnums, args, kwargs, has_aux, holomorphic,
+                                           allow_int, "grad")
       _check_scalar_output(out, holomorphic)
       ones = tree_util.tree_map(_one_like, out)
       grads = f_vjp(ones)
@@ -524,14 +534,8 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
   @functools.wraps(fun)
   def jacrev_f(*args: Any, **kwargs: Any) -> Any:
     try:
-      partial_fun, dyn = _argnums_partial(
-          fun, argnums, args, kwargs, functools.partial(
-              _check_input_dtype, holomorphic=holomorphic, allow_int=allow_int,
-              transform="jacrev"))
-      if has_aux:
-        y, pullback, aux = vjp(partial_fun, *dyn, has_aux=True)
-      else:
-        y, pullback = vjp(partial_fun, *dyn)
+      y, pullback, aux, dyn = _vjp_of_argnums(fun, argnums, args, kwargs, has_aux,
+                                              holomorphic, allow_int, "jacrev")
       flat_y, y_tree = tree_util.tree_flatten(y)
       for leaf in flat_y:
         _check_output_dtype(leaf, holomorphic, "jacrev")
