@@ -1,5 +1,10 @@
 """jaxon.debug: printing, logging, callbacks and breakpoints that work under every
 transformation (JAX's `jax.debug`)."""
+from jaxon._src.debugging_sharding import (
+    inspect_array_sharding as inspect_array_sharding,
+    visualize_array_sharding as visualize_array_sharding,
+    visualize_sharding as visualize_sharding,
+)
 from jaxon._src.debugging import (
     DebugEffect as DebugEffect,
     OrderedDebugEffect as OrderedDebugEffect,
@@ -9,4 +14,5 @@ from jaxon._src.debugging import (
     debug_print as print,
 )
 
-__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "log", "print"]
+__all__ = ["DebugEffect", "OrderedDebugEffect", "breakpoint", "callback", "log", "print",
+           "inspect_array_sharding", "visualize_array_sharding", "visualize_sharding"]

@@ -1,3 +1,8 @@
-"""jaxon.sharding: the layout of arrays over devices (JAX's `jax.sharding`; jaxon has one
-device, so only the base class is here yet)."""
+"""jaxon.sharding: the layout of arrays over devices (JAX's `jax.sharding`)."""
+from jaxon._src.mesh import AbstractMesh as AbstractMesh, AxisType as AxisType, Mesh as Mesh
 from jaxon._src.sharding import Sharding as Sharding
+from jaxon._src.sharding_impls import (
+    NamedSharding as NamedSharding,
+    PartitionSpec as PartitionSpec,
+    SingleDeviceSharding as SingleDeviceSharding,
+)

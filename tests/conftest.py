@@ -10,6 +10,12 @@ import pytest
 
 import jaxon
 from jaxon._src.config import config
+from tests.jaxpr_readback import _printed_jaxprs_read_back  # noqa: F401  (autouse fixture)
+
+# The whole test process has 8 CPU devices (the sharding and collective tests need them);
+# set before any test starts the backend. Single-device code still runs on device 0.
+if config.jax_num_cpu_devices < 0:
+  config.update("jax_num_cpu_devices", 8)
 
 
 @contextlib.contextmanager

@@ -360,9 +360,9 @@ ARGUMENT_ERRORS = [
      "TypeError: unhashable type: 'numpy.ndarray'\n"),
     ("missing_argument", lambda: jit(_f, static_argnums=1)(1.0), TypeError,
      "_f() missing 1 required positional argument: 'n'"),
-    ("shardings", lambda: jit(_f, in_shardings=0), NotImplementedError,
-     "jit: jaxon runs on one CPU device and takes no in_shardings/out_shardings; leave them "
-     "unset."),
+    ("shardings", lambda: jit(_f, in_shardings=0), TypeError,
+     "in_shardings leaf specifications are expected to be PartitionSpec instances or None, "
+     "but got 0"),
 ]
 
 

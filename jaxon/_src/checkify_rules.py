@@ -54,7 +54,8 @@ from jaxon._src.lax.control_flow.remat import _closed, remat_p
 from jaxon._src.lax.control_flow.scan import scan_p
 from jaxon._src.lax.control_flow.solves import custom_linear_solve_p
 from jaxon._src.lax.control_flow.while_loop import while_p
-from jaxon._src.pjit import pjit_p
+from jaxon._src.pjit import Shardings, pjit_p, sharding_params
+from jaxon._src.sharding_impls import UNSPECIFIED
 
 # ----------------------------------------------------------------------------- NaNs
 
@@ -236,9 +237,16 @@ def _with_slots_for(error: Error, enabled_errors: frozenset,
 
 
 def _pjit_rule(error: Error, enabled_errors: frozenset, *args: Any, jaxpr: ClosedJaxpr,
-               name: str) -> tuple[Error, list[Any]]:
+               name: str, in_shardings: Shardings = None, out_shardings: Shardings = None
+               ) -> tuple[Error, list[Any]]:
   checked = checkify_closed_jaxpr(jaxpr, enabled_errors, error._effects)
-  outs = pjit_p.bind(*_leaves(error), *args, jaxpr=checked.jaxpr, name=name)
+  errors = _leaves(error)
+  # The error values ride in front of the program's own inputs and outputs, unplaced.
+  shardings = sharding_params(
+      (UNSPECIFIED,) * len(errors) + (in_shardings or (UNSPECIFIED,) * len(args)),
+      (UNSPECIFIED,) * checked.num_error_leaves
+      + (out_shardings or (UNSPECIFIED,) * len(jaxpr.out_avals)))
+  outs = pjit_p.bind(*errors, *args, jaxpr=checked.jaxpr, name=name, **shardings)
   return checked.split_outputs(outs, error)
 
 

@@ -315,3 +315,47 @@ from jaxon._src.lax.control_flow.solves import (
     custom_linear_solve as custom_linear_solve,
     custom_root as custom_root,
 )
+
+# --- the primitives behind operations exported above, for code that binds or matches them
+from jaxon._src.interpreters.ad import stop_gradient_p as stop_gradient_p
+from jaxon._src.lax.convolution import conv_general_dilated_p as conv_general_dilated_p
+from jaxon._src.lax.dot_general import dot_general_p as dot_general_p
+from jaxon._src.lax.lax import polygamma_p as polygamma_p
+from jaxon._src.lax.shape_ops import (
+    concatenate_p as concatenate_p,
+    pad_p as pad_p,
+    reshape_p as reshape_p,
+    rev_p as rev_p,
+    squeeze_p as squeeze_p,
+    transpose_p as transpose_p,
+)
+from jaxon._src.lax.sorting import sort_p as sort_p, top_k_p as top_k_p
+
+# --- collectives over named axes (parallel.py)
+from jaxon._src.lax.parallel import (
+    all_gather as all_gather,
+    all_gather_p as all_gather_p,
+    all_to_all as all_to_all,
+    all_to_all_p as all_to_all_p,
+    axis_index as axis_index,
+    axis_index_p as axis_index_p,
+    axis_size as axis_size,
+    pbroadcast as pbroadcast,
+    pmax as pmax,
+    pmax_p as pmax_p,
+    pmean as pmean,
+    pmin as pmin,
+    pmin_p as pmin_p,
+    ppermute as ppermute,
+    ppermute_p as ppermute_p,
+    pshuffle as pshuffle,
+    psum as psum,
+    psum_p as psum_p,
+    psum_scatter as psum_scatter,
+    pswapaxes as pswapaxes,
+)
+# --- layout hints for XLA's partitioner (jaxon/_src/lax/sharding_constraint.py)
+from jaxon._src.lax.sharding_constraint import (
+    sharding_constraint_p as sharding_constraint_p,
+    with_sharding_constraint as with_sharding_constraint,
+)

@@ -31,6 +31,11 @@ class AxisData(NamedTuple):
 # `rule(axis_data, vals, dims, **params) -> (out, out_dim)`.
 fancy_primitive_batchers: dict[core.Primitive, Callable] = {}
 
+# Collectives, with the axis names they act over (`names(params) -> tuple`). A vmap that
+# binds one of those names runs their (fancy) rule even when no operand is mapped: a psum
+# of a constant is the axis size times it, and `axis_index` has no operand at all.
+collective_axis_names: dict[core.Primitive, Callable[[dict], tuple]] = {}
+
 
 class BatchTracer(core.Tracer):
   __slots__ = ("val", "batch_dim")
@@ -71,7 +76,7 @@ class BatchTrace(core.Trace):
   def process_primitive(self, primitive: core.Primitive, args: Sequence[Any],
                         params: dict) -> Any:
     vals, dims = zip(*map(self.to_batch_info, args)) if args else ((), ())
-    if all(d is not_mapped for d in dims):
+    if all(d is not_mapped for d in dims) and not self._binds_axis_of(primitive, params):
       return primitive.bind_with_trace(self.parent, vals, params)
     fancy_rule = fancy_primitive_batchers.get(primitive)
     rule = primitive_batchers.get(primitive)
@@ -86,6 +91,10 @@ class BatchTrace(core.Trace):
     if primitive.multiple_results:
       return [BatchTracer(self, o, d) for o, d in zip(out, out_dim)]
     return BatchTracer(self, out, out_dim)
+
+  def _binds_axis_of(self, primitive: core.Primitive, params: dict) -> bool:
+    names = collective_axis_names.get(primitive)
+    return names is not None and self.axis_name is not None and self.axis_name in names(params)
 
   def _batched(self, fun: Callable, dims: Sequence[int | None]) -> Callable:
     """`fun` on the examples of values mapped along `dims`, every output mapped along
@@ -157,8 +166,9 @@ def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
   trace = BatchTrace(core.current_trace(), axis_size, axis_name, tag)
   in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
                 for x, d in zip(args, in_dims)]
+  frames = () if axis_name is None else ((axis_name, axis_size),)
   try:
-    with core.set_current_trace(trace):
+    with core.set_current_trace(trace), core.extend_axis_env(frames):
       outs = fun(*in_tracers)
     infos = [trace.to_batch_info(x) for x in outs]
   finally:

@@ -20,14 +20,20 @@ from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.xla import client
 
 
-def _host_view(buf: _jax.ArrayImpl) -> np.ndarray:
+def _host_view(buf: _jax.ArrayImpl, aval: ShapedArray | None = None) -> np.ndarray:
   """A zero-copy NumPy view of a CPU buffer. jaxlib's own conversion tries to import `jax`
   on every call when it is not installed, and the failed import costs 150 µs or more; the
   buffer protocol gives the same view (holding the buffer the same way) in about 10 µs. It
-  covers NumPy's own dtypes; bfloat16 and the float8 types take jaxlib's path."""
+  covers NumPy's own dtypes; bfloat16 and the float8 types take jaxlib's path. A buffer
+  over several devices (of `aval`) is assembled from its blocks; so is one with a single
+  block here and others on other processes' devices (which raises, as in JAX)."""
   try:
     return np.asarray(memoryview(buf))
   except BufferError:
+    if (aval is not None and buf._sharding is not client.default_sharding()
+        and (len(buf._arrays) > 1
+             or not buf._sharding._internal_device_list.is_fully_addressable)):
+      return _layout.host_value(buf, aval)
     return buf._single_device_array_to_np_array_did_copy()[0]
 
 
@@ -89,10 +95,12 @@ class Array(metaclass=_ArrayMeta):
   @property
   def _value(self) -> np.ndarray:
     """The host copy (a read-only zero-copy view on the CPU), fetched once. For an
-    extended dtype (keys), the physical data: uint32 with the element shape appended."""
+    extended dtype (keys), the physical data: uint32 with the element shape appended. An
+    Array spread over several devices is assembled from its blocks."""
     if self._npy is None:
+      _sync_point()
       self._check_if_deleted()
-      value = _host_view(self._buf)
+      value = _host_view(self._buf, self.aval)
       value.flags.writeable = False
       self._npy = value
     return self._npy
@@ -112,6 +120,7 @@ class Array(metaclass=_ArrayMeta):
     return value.copy() if copy else value
 
   def block_until_ready(self) -> Array:
+    _sync_point()
     self._buf.block_until_ready()
     return self
 
@@ -134,32 +143,36 @@ class Array(metaclass=_ArrayMeta):
       raise RuntimeError(f"Array has been deleted with shape="
                          f"{self.aval.str_short(short_dtypes=False)}.")
 
+  # Where the data is: the layout module (`sharding_impls`, above this layer) answers.
+  sharding = property(lambda self: _layout.sharding_of(self))
+  is_fully_addressable = property(lambda self: self.sharding.is_fully_addressable)
+  is_fully_replicated = property(lambda self: self.sharding.is_fully_replicated)
+  committed = property(lambda self: self._buf._sharding is not client.default_sharding())
+
   def devices(self) -> set[client.Device]:
-    return {client.devices()[0]}
+    return set(self.sharding.device_set)
 
   @property
   def device(self) -> client.Device:
-    return client.devices()[0]
-
-  @property
-  def sharding(self) -> Any:
-    return self._buf._sharding
-
-  # One CPU device: every Array is whole on it, so it is its own only shard.
-  is_fully_addressable = property(lambda self: True)
-  is_fully_replicated = property(lambda self: True)
+    devices = self.sharding._device_assignment
+    if len(devices) != 1:
+      raise ValueError("Length of devices is greater than 1. Please use `.devices()`.")
+    return devices[0]
 
   @property
   def addressable_shards(self) -> list[Shard]:
-    return [Shard(self.device, (slice(None),) * self.ndim, 0, self)]
+    """Each block of the Array on a device of this process, with its index in the whole
+    (an Array on one device is its own only shard)."""
+    return _layout.shards_of(self)
 
   global_shards = addressable_shards
 
   def addressable_data(self, index: int) -> Array:
-    if index != 0:
-      raise IndexError(f"addressable_data: index {index} out of range: the Array has one "
-                       "shard (jaxon runs on one CPU device).")
-    return self
+    shards = self.addressable_shards
+    if not -len(shards) <= index < len(shards):
+      count = "one shard" if len(shards) == 1 else f"{len(shards)} addressable shards"
+      raise IndexError(f"addressable_data: index {index} out of range: the Array has {count}.")
+    return shards[index].data
 
   def on_device_size_in_bytes(self) -> int:
     return self._buf.on_device_size_in_bytes()
@@ -277,14 +290,31 @@ def _unset(*args: Any) -> None:
   raise RuntimeError("jaxon's deferred eager dispatch is not loaded")
 
 
+class _NoLayout:
+  """Stands in until the sharding layer installs itself (importing jaxon does)."""
+  sharding_of = shards_of = host_value = staticmethod(_unset)
+
+
+_layout: Any = _NoLayout
+
+
+def set_layout(layout: Any) -> None:
+  """Installs what answers where an Array's data is (`sharding_of`, `shards_of`,
+  `host_value`): the sharding layer, above this module."""
+  global _layout
+  _layout = layout
+
+
 _materialize: Any = _unset
 _flush: Any = _unset
+_sync_point: Any = _unset
 
 
-def set_materializer(materialize: Any, flush: Any) -> None:
-  """Installs the eager dispatcher's hooks: it lives above this module (it compiles)."""
-  global _materialize, _flush
-  _materialize, _flush = materialize, flush
+def set_materializer(materialize: Any, flush: Any, sync_point: Any) -> None:
+  """Installs the eager dispatcher's hooks: it lives above this module (it compiles).
+  `sync_point` is told of each host read and wait, where eager code's windows end."""
+  global _materialize, _flush, _sync_point
+  _materialize, _flush, _sync_point = materialize, flush, sync_point
 
 
 def copy_array(x: Array) -> Array:
@@ -308,8 +338,9 @@ def device_put_numpy(value: Any, dtype: Any = None, weak_type: bool = False,
   aval = intern_aval(ShapedArray(host.shape, dtype, weak_type))
   semantics = (_jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL if copy
                else _jax.HostBufferSemantics.ZERO_COPY)
-  buf = _jax.batched_device_put(aval, client.default_sharding(), [host], [client.devices()[0]],
-                                True, False, semantics, enable_x64=x64_enabled())
+  buf = _jax.batched_device_put(aval, client.default_sharding(), [host],
+                                [client.local_devices()[0]], True, False, semantics,
+                                enable_x64=x64_enabled())
   return Array(aval, buf)
 
 

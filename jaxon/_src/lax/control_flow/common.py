@@ -23,9 +23,10 @@ from jaxon._src.core import ClosedJaxpr, Jaxpr, ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.lax import lax
 
-# fun -> {(in_tree, avals, flags that change tracing): (jaxpr, consts, out_tree)}, for
-# traces that closed over no tracer: eager control flow in a Python loop then reuses one
-# jaxpr, and so one compiled program, instead of tracing and compiling on every call.
+# fun -> {(in_tree, avals, flags that change tracing, bound axes): (jaxpr, consts, out_tree)},
+# for traces that closed over no tracer: eager control flow in a Python loop then reuses one
+# jaxpr, and so one compiled program, instead of tracing and compiling on every call. The
+# bound axes belong to the key because a collective's axis size is fixed when it is traced.
 _trace_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 caches.register(_trace_cache.clear)
 
@@ -38,7 +39,7 @@ def trace_to_jaxpr(fun: Callable, in_tree: tree_util.PyTreeDef,
   Returns (jaxpr, consts, out_tree): the jaxpr takes the consts first, then the flat
   inputs, and returns the flat outputs of the pytree `out_tree`.
   """
-  key = (in_tree, tuple(in_avals), config_mod.trace_context())
+  key = (in_tree, tuple(in_avals), config_mod.trace_context(), core.axis_frames())
   try:
     per_fun = _trace_cache.get(fun)
   except TypeError:  # not weakly referenceable
