@@ -17,6 +17,8 @@ from jaxon._src.core import (
     eval_jaxpr as eval_jaxpr,
     get_aval as get_aval,
     jaxpr_as_fun as jaxpr_as_fun,
+    max_dim as max_dim,
+    min_dim as min_dim,
     raise_to_shaped as raise_to_shaped,
     valid_jaxtype as valid_jaxtype,
 )

@@ -401,25 +401,7 @@ def test_hidden_prng_layout_is_read_from_the_flag():
     assert eqn.params["partitionable"] is layout
 
 
-@jaxon.custom_jvp
-def _custom_jvp_sin(x):
-  return jnp.sin(x)
-
-
-_custom_jvp_sin.defjvp(lambda primals, tangents: (_custom_jvp_sin(primals[0]), tangents[0]))
-
-
-@jaxon.custom_vjp
-def _custom_vjp_sin(x):
-  return jnp.sin(x)
-
-
-_custom_vjp_sin.defvjp(lambda x: (jnp.sin(x), x), lambda x, g: (g,))
-
 UNREADABLE = [
-    ("custom_jvp_call", jaxon.nn.relu),
-    ("custom_jvp_call", _custom_jvp_sin),
-    ("custom_vjp_call", _custom_vjp_sin),
     ("pure_callback", lambda x: jaxon.pure_callback(
         np.sin, jaxon.ShapeDtypeStruct(x.shape, x.dtype), x)),
     ("debug_callback", lambda x: jaxon.debug.callback(print, x) or x),

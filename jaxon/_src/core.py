@@ -20,11 +20,14 @@ Terms used throughout jaxon:
 from __future__ import annotations
 
 import itertools
+import math
+import operator
 import os
 import re
 import sys
 import threading
 import types
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -56,7 +59,7 @@ class ShapedArray(AbstractValue):
   array_abstraction_level = 1
 
   def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
-    self.shape = tuple(int(d) for d in shape)
+    self.shape = tuple(d if type(d) in _symbolic_dim_types else int(d) for d in shape)
     try:
       self.dtype = np.dtype(dtype)
     except TypeError:
@@ -66,7 +69,14 @@ class ShapedArray(AbstractValue):
     self.weak_type = bool(weak_type)
 
   ndim = property(lambda self: len(self.shape))
-  size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+  size = property(lambda self: math.prod(self.shape))
+
+  @property
+  def sharding(self) -> Any:
+    """The type-level sharding: a `NamedSharding` over the empty abstract mesh, with one
+    `None` per dimension (jaxon's types record no mesh axes; libraries such as optax read
+    `jax.typeof(x).sharding.spec`). Built by the sharding layer, above core."""
+    return _aval_sharding(self.ndim)
 
   def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
     return ShapedArray(self.shape if shape is None else shape,
@@ -84,7 +94,10 @@ class ShapedArray(AbstractValue):
     return ShapedArray(self.shape, dtypes.float0)
 
   def str_short(self, short_dtypes: bool = True) -> str:
-    name = dtypes.short_name(self.dtype) if short_dtypes else self.dtype.name
+    if short_dtypes:
+      name = dtypes.short_name(self.dtype)
+    else:  # NumPy names float0's structured dtype `void`; JAX prints `float0`
+      name = "float0" if self.dtype == dtypes.float0 else self.dtype.name
     return f"{name}[{','.join(map(str, self.shape))}]"
 
   def __eq__(self, other: object) -> bool:
@@ -99,6 +112,57 @@ class ShapedArray(AbstractValue):
     return f"ShapedArray({self.str_short(short_dtypes=False)}{weak})"
 
   __str__ = __repr__
+
+
+def _no_sharding_layer(ndim: int) -> Any:
+  raise AttributeError("'ShapedArray' has no sharding before jaxon.sharding is imported")
+
+
+_aval_sharding: Callable[[int], Any] = _no_sharding_layer
+
+
+def set_aval_sharding(rule: Callable[[int], Any]) -> None:
+  """Installed by `sharding_impls`: the `sharding` of an aval of rank `ndim`."""
+  global _aval_sharding
+  _aval_sharding = rule
+
+
+# Symbolic dimensions (shape-polymorphic export, `export/shape_poly.py`): a dimension may be
+# an object of one of these types instead of an int. It stands for an int: it does arithmetic
+# with ints and other dimensions, compares equal only to an equal expression, hashes, and
+# prints as JAX prints it (`f32[b,2*b]`); converting it to an int raises.
+_symbolic_dim_types: set[type] = set()
+
+
+def register_symbolic_dim_type(t: type) -> None:
+  _symbolic_dim_types.add(t)
+
+
+def is_symbolic_dim(d: Any) -> bool:
+  return type(d) in _symbolic_dim_types
+
+
+def is_constant_shape(shape: Sequence[Any]) -> bool:
+  return not any(type(d) in _symbolic_dim_types for d in shape)
+
+
+def max_dim(d1: Any, d2: Any) -> Any:
+  """The larger of two dimensions; for symbolic ones that no comparison orders, the
+  expression `max(d1, d2)` (the slice `x[-5:]` of a dimension `b` starts at `max(0, b - 5)`)."""
+  if is_symbolic_dim(d1):
+    return d1.max(d2)
+  if is_symbolic_dim(d2):
+    return d2.rmax(d1)
+  return max(operator.index(d1), operator.index(d2))
+
+
+def min_dim(d1: Any, d2: Any) -> Any:
+  """The smaller of two dimensions, or the expression `min(d1, d2)` (`x[:5]`)."""
+  if is_symbolic_dim(d1):
+    return d1.min(d2)
+  if is_symbolic_dim(d2):
+    return d2.rmin(d1)
+  return min(operator.index(d1), operator.index(d2))
 
 
 def physical_aval(aval: ShapedArray) -> ShapedArray:
@@ -166,6 +230,11 @@ def valid_jaxtype(x: Any) -> bool:
 # ----------------------------------------------------------------------------- primitives
 
 
+# The latest live primitive of each name: how a jaxpr's text, which names its primitives,
+# is read back (`jaxpr_parser`), user-defined primitives included.
+primitives_by_name: weakref.WeakValueDictionary[str, Primitive] = weakref.WeakValueDictionary()
+
+
 class Primitive:
   """A named operation whose meaning is given by rules registered per transformation."""
 
@@ -176,6 +245,7 @@ class Primitive:
 
   def __init__(self, name: str):
     self.name = name
+    primitives_by_name[name] = self
 
   def __repr__(self) -> str:
     return self.name
@@ -309,6 +379,51 @@ def set_current_trace(trace: Trace) -> Iterator[None]:
 
 def is_eval_trace_current() -> bool:
   return type(_trace_state.trace) is EvalTrace
+
+
+# ----------------------------------------------------------------------------- axis environment
+# The named axes in scope (vmap(axis_name=), pmap, shard_map), innermost last. A collective
+# over a named axis looks its size up here rather than on its operands' tracers: its operand
+# may not be mapped at all (`psum(1, 'i')`, a closed-over constant), and `axis_index` has no
+# operand. Staging keeps the names in the jaxpr; the transformation that bound a name gives
+# it meaning (a vmap performs the collective over its batch dimension, a shard_map lowers it
+# to a cross-device collective).
+
+
+class _AxisEnv(threading.local):
+  def __init__(self) -> None:
+    self.frames: tuple[tuple[Any, int], ...] = ()
+
+
+_axis_env = _AxisEnv()
+
+
+@contextmanager
+def extend_axis_env(frames: Sequence[tuple[Any, int]]) -> Iterator[None]:
+  """Binds each (name, size) in `frames` for the dynamic extent of the block."""
+  prev = _axis_env.frames
+  _axis_env.frames = prev + tuple(frames)
+  try:
+    yield
+  finally:
+    _axis_env.frames = prev
+
+
+def axis_frames() -> tuple[tuple[Any, int], ...]:
+  """The bound (name, size) pairs, outermost first: part of what a trace depends on."""
+  return _axis_env.frames
+
+
+def axis_size(name: Any) -> int:
+  """The size of the innermost axis bound to `name`; NameError when none is."""
+  for bound, size in reversed(_axis_env.frames):
+    if bound == name:
+      return size
+  raise NameError(f"unbound axis name: {name}")
+
+
+def axis_is_bound(name: Any) -> bool:
+  return any(bound == name for bound, _ in _axis_env.frames)
 
 
 # ----------------------------------------------------------------------------- debugging hooks

@@ -30,298 +30,22 @@ ValueErrors that give the line and column and what was expected there.
 """
 from __future__ import annotations
 
-import functools
-import inspect
-import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes, prng_keys
-from jaxon._src.config import config
+from jaxon._src import core, dtypes
+from jaxon._src import jaxpr_parser_sharding  # noqa: F401  (fills the readers' tables)
 from jaxon._src.core import ClosedJaxpr, DropVar, Jaxpr, JaxprEqn, Literal, ShapedArray, Var
-from jaxon._src.lax import convolution, fft, lax, slicing
-from jaxon._src.lax.control_flow import remat, solves
-from jaxon._src.lax.dot_general import Precision
-
-# ----------------------------------------------------------------------------- tokens
-
-_PUNCTUATION = frozenset("{}[](),;:=")
-
-
-class _Token(NamedTuple):
-  kind: str  # "word", "punct" or "end"
-  text: str
-  pos: int
-
-
-class _Lexer:
-  """Splits the text into punctuation and words. A word runs to whitespace or punctuation,
-  except inside `<...>` (`<lambda>`, `key<fry>`, `<function f at 0xXX>`); a `.` ends a word
-  only when whitespace follows (`f32[]. let` against `Precision.HIGH`, `0.5`)."""
-
-  def __init__(self, text: str):
-    self.text = text
-    self._pos = 0
-    self._ahead: list[_Token] = []
-
-  def peek(self, k: int = 0) -> _Token:
-    while len(self._ahead) <= k:
-      self._ahead.append(self._scan())
-    return self._ahead[k]
-
-  def next(self) -> _Token:
-    token = self.peek()
-    self._ahead.pop(0)
-    return token
-
-  def expect(self, text: str, what: str | None = None) -> _Token:
-    token = self.next()
-    if token.text != text or token.kind == "end":
-      raise self.error(f"expected {what or repr(text)}, found {_describe(token)}", token.pos)
-    return token
-
-  def expect_word(self, what: str) -> _Token:
-    token = self.next()
-    if token.kind != "word":
-      raise self.error(f"expected {what}, found {_describe(token)}", token.pos)
-    return token
-
-  def error(self, message: str, pos: int) -> ValueError:
-    line = self.text.count("\n", 0, pos) + 1
-    start = self.text.rfind("\n", 0, pos) + 1
-    end = self.text.find("\n", pos)
-    source = self.text[start:end if end >= 0 else len(self.text)]
-    return ValueError(f"jaxpr text, line {line}, column {pos - start + 1}: {message}\n"
-                      f"  {source}\n  {' ' * (pos - start)}^")
-
-  def _scan(self) -> _Token:
-    text, n = self.text, len(self.text)
-    i = self._pos
-    while i < n and text[i].isspace():
-      i += 1
-    if i == n:
-      self._pos = i
-      return _Token("end", "", i)
-    if text[i] in _PUNCTUATION or (text[i] == "." and _ends_word(text, i)):
-      self._pos = i + 1
-      return _Token("punct", text[i], i)
-    start, depth = i, 0
-    while i < n:
-      ch = text[i]
-      if ch == "<":
-        depth += 1
-      elif ch == ">" and depth:
-        depth -= 1
-      elif depth == 0 and (ch.isspace() or ch in _PUNCTUATION
-                           or (ch == "." and _ends_word(text, i))):
-        break
-      i += 1
-    if depth:
-      raise self.error("unbalanced '<' in a word", start)
-    self._pos = i
-    return _Token("word", text[start:i], start)
-
-
-def _ends_word(text: str, i: int) -> bool:
-  return i + 1 == len(text) or text[i + 1].isspace()
-
-
-def _describe(token: _Token) -> str:
-  return "the end of the text" if token.kind == "end" else repr(token.text)
-
-
-# ----------------------------------------------------------------------------- values
-# A param's text parses to a tree of these (and tuples and lists of them); `_read_value`
-# turns the tree into the param's Python value.
-
-
-class _Word(NamedTuple):
-  text: str
-
-
-class _Call(NamedTuple):
-  """`Name(a, key=b)`: a named tuple's (or another constructor's) text."""
-  name: str
-  args: tuple
-  kwargs: dict
-
-
-class _ParsedJaxpr(NamedTuple):
-  jaxpr: Jaxpr
-  consts: list[Any]
-
-
-class _Unreadable(Exception):
-  """A param value the reader cannot turn back into Python (its message says why)."""
-
-
-_INT = re.compile(r"[+-]?\d+")
-_UNSIGNED_FLOAT = r"(\d+(\.\d*)?([eE][+-]?\d+)?|inf|nan)"
-_FLOAT = re.compile(rf"[+-]?{_UNSIGNED_FLOAT}")
-_COMPLEX = re.compile(rf"[+-]?({_UNSIGNED_FLOAT}[+-])?{_UNSIGNED_FLOAT}j")  # 1j, -0-1j
-
-
-def _literal_kind(text: str) -> str | None:
-  """The kind of scalar `text` writes (see `core.literal_kind`), or None if it is no number."""
-  if text in ("True", "False"):
-    return "b"
-  if _INT.fullmatch(text):
-    return "i"
-  if _FLOAT.fullmatch(text):
-    return "f"
-  return "c" if _COMPLEX.fullmatch(text) else None
-
-
-# Dtypes by name (`float32`, as dtype params print) and by short name (`f32`, as types print).
-_DTYPES_BY_NAME: dict[str, np.dtype] = {np.dtype(t).name: np.dtype(t) for t in (
-    bool, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64,
-    np.float16, np.float32, np.float64, np.complex64, np.complex128, dtypes.bfloat16,
-    dtypes.float8_e4m3fn, dtypes.float8_e5m2, dtypes.float8_e4m3b11fnuz, dtypes.float8_e4m3,
-    dtypes.float8_e3m4, dtypes.float8_e4m3fnuz, dtypes.float8_e5m2fnuz,
-    dtypes.float8_e8m0fnu, dtypes.float4_e2m1fn)}
-_DTYPES_BY_SHORT_NAME: dict[str, np.dtype] = {
-    dtypes.short_name(d): d for d in (*_DTYPES_BY_NAME.values(), dtypes.float0)}
-# Extension point: the PRNG implementations whose keys (`key<fry>`) and `impl=fry` params
-# can be read, by tag.
-PRNG_IMPLS: dict[str, prng_keys.PRNGImpl] = {
-    prng_keys.threefry_prng_impl.tag: prng_keys.threefry_prng_impl}
-
-
-def _dtype_from_short_name(name: str) -> Any:
-  """The dtype jaxprs print as `name` (`f32`, `bool`, `key<fry>`), or None."""
-  if name.startswith("key<") and name.endswith(">"):
-    impl = PRNG_IMPLS.get(name[4:-1])
-    return prng_keys.KeyTy(impl) if impl is not None else None
-  return _DTYPES_BY_SHORT_NAME.get(name)
-
-
-# Named tuples whose text `Name(field=value, ...)` is read back by calling them, and enums
-# whose members print as `Name.MEMBER`.
-_CONSTRUCTORS: dict[str, Callable[..., Any]] = {c.__name__: c for c in (
-    slicing.GatherDimensionNumbers, slicing.ScatterDimensionNumbers,
-    convolution.ConvDimensionNumbers, solves._SolveJaxprs)}
-_ENUMS: dict[str, Any] = {e.__name__: e for e in (
-    Precision, slicing.GatherScatterMode, fft.FftType)}
-
-
-def _read_value(node: Any) -> Any:
-  """A param's value from its parsed text, as far as the text says its type."""
-  if type(node) is tuple:
-    return tuple(map(_read_value, node))
-  if type(node) is list:
-    return list(map(_read_value, node))
-  if type(node) is _ParsedJaxpr:
-    return ClosedJaxpr(node.jaxpr, node.consts)
-  if type(node) is _Call:
-    constructor = _CONSTRUCTORS.get(node.name)
-    if constructor is None:
-      raise _Unreadable(f"`{node.name}(...)` is not a value jaxprs can be read back with")
-    return constructor(*map(_read_value, node.args),
-                       **{k: _read_value(v) for k, v in node.kwargs.items()})
-  return _read_word(node.text)
-
-
-def _read_word(text: str) -> Any:
-  if text in ("None", "True", "False"):
-    return {"None": None, "True": True, "False": False}[text]
-  kind = _literal_kind(text)
-  if kind == "i":
-    return int(text)
-  if kind == "f":
-    return float(text)
-  enum_name, _, member = text.partition(".")
-  if enum_name in _ENUMS and member in _ENUMS[enum_name].__members__:
-    return _ENUMS[enum_name][member]
-  if text in _DTYPES_BY_NAME:
-    return _DTYPES_BY_NAME[text]
-  if " at 0x" in text:
-    raise _Unreadable(f"{text} is a Python object, which a jaxpr's text shows by name only")
-  raise _Unreadable(f"`{text}` is not a value jaxprs can be read back with")
-
-
-def _read_string(node: Any) -> str:
-  if type(node) is not _Word:
-    raise _Unreadable("expected a name")
-  return node.text
-
-
-def _read_open_jaxpr(node: Any) -> Jaxpr:
-  if type(node) is not _ParsedJaxpr or node.jaxpr.constvars:
-    raise _Unreadable("expected a jaxpr without constvars")
-  return node.jaxpr
-
-
-def _read_prng_impl(node: Any) -> prng_keys.PRNGImpl:
-  impl = PRNG_IMPLS.get(_read_string(node))
-  if impl is None:
-    raise _Unreadable(f"unknown PRNG implementation `{node.text}` (known: {list(PRNG_IMPLS)})")
-  return impl
-
-
-_POLICIES: dict[str, Callable[..., bool]] = {
-    f.__qualname__: f for f in map(functools.partial(getattr, remat.checkpoint_policies),
-                                   vars(remat.checkpoint_policies))
-    if inspect.isfunction(f)}
-_FUNCTION_TEXT = re.compile(r"<function (\S+) at 0xX+>")
-
-
-def _read_policy(node: Any) -> Callable[..., bool] | None:
-  """`checkpoint`'s policy: None, or one of `checkpoint_policies` (known by its name). Other
-  functions, the `save_*_names` policies among them, are closures the text cannot carry."""
-  text = _read_string(node)
-  if text == "None":
-    return None
-  match = _FUNCTION_TEXT.fullmatch(text)
-  policy = _POLICIES.get(match.group(1)) if match else None
-  if policy is None:
-    raise _Unreadable(f"{text} cannot be read back: it is a Python function, and only the "
-                      "policies of `checkpoint_policies` that take no arguments are known "
-                      "by name")
-  return policy
-
-
-def _read_dot_dimension_numbers(node: Any) -> tuple:
-  """`(([1], [0]), ([], []))`: JAX prints the axes as lists; jaxon keeps tuples."""
-  (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = _read_value(node)
-  return ((tuple(lhs_contract), tuple(rhs_contract)), (tuple(lhs_batch), tuple(rhs_batch)))
-
-
-# Readers of params whose text does not say their type, by (primitive name, param name);
-# a None primitive name applies to every primitive. Extension point.
-PARAM_READERS: dict[tuple[str | None, str], Callable[[Any], Any]] = {
-    (None, "name"): _read_string,
-    ("dot_general", "dimension_numbers"): _read_dot_dimension_numbers,
-    ("round", "rounding_method"): lambda node: lax.RoundingMethod(_read_value(node)),
-    ("random_seed", "impl"): _read_prng_impl,
-    ("random_wrap", "impl"): _read_prng_impl,
-    ("remat2", "jaxpr"): _read_open_jaxpr,
-    ("remat2", "policy"): _read_policy,
-}
-
-# Params the printer leaves out, by primitive: their values, made when read. Extension point.
-HIDDEN_PARAMS: dict[str, dict[str, Callable[[], Any]]] = {
-    "dot_general": {"precision": lambda: None, "preferred_element_type": lambda: None,
-                    "out_sharding": lambda: None},
-    "random_split": {"partitionable": lambda: config.jax_threefry_partitionable},
-    "random_bits": {"partitionable": lambda: config.jax_threefry_partitionable},
-}
-
-# Primitives that cannot be read back, and why. Extension point.
-UNREADABLE_PRIMITIVES: dict[str, str] = {
-    "custom_jvp_call": "its custom JVP rule is a Python function, which the text names only",
-    "custom_vjp_call": ("its custom forward and backward rules are Python functions, which "
-                        "the text names only"),
-    "custom_lin": "its backward rule is a Python function, which the text names only",
-    "pure_callback": "it calls a Python function on the host (a host callback)",
-    "io_callback": "it calls a Python function on the host (a host callback)",
-    "debug_callback": "it calls a Python function on the host (a host callback)",
-    "debug_print": "it prints from the host (a host callback)",
-    "check": "checkify's error messages are not in the text",
-}
-
+from jaxon._src.export import shape_poly
+from jaxon._src.jaxpr_lexer import Lexer, Token, describe, dtype_from_short_name, literal_kind
+from jaxon._src.jaxpr_param_readers import (
+    AXIS_BINDING_PARAMS, HIDDEN_PARAMS, PARAM_COMPLETIONS, PARAM_READERS,
+    UNREADABLE_PRIMITIVES, Braces, Call, Dims, Pair, ParsedJaxpr, Unreadable, Word,
+    current_dims, read_value)
+from jaxon._src.lax import custom_derivatives as cd
 
 # ----------------------------------------------------------------------------- primitives
 
@@ -330,14 +54,15 @@ _primitives_by_name: dict[str, core.Primitive] = {}
 
 def _primitive(name: str) -> core.Primitive | None:
   """The primitive named `name`: every primitive jaxon defines is a module attribute of a
-  jaxon module; modules imported since the last look are looked through on a miss."""
+  jaxon module; modules imported since the last look are looked through on a miss. Other
+  primitives (a user's `core.Primitive("multiply_add")`) are found while they live."""
   if name not in _primitives_by_name:
     for module_name, module in list(sys.modules.items()):
       if module_name.startswith("jaxon.") and module is not None:
         for value in list(vars(module).values()):
           if isinstance(value, core.Primitive):
             _primitives_by_name.setdefault(value.name, value)
-  return _primitives_by_name.get(name)
+  return _primitives_by_name.get(name) or core.primitives_by_name.get(name)
 
 
 # ----------------------------------------------------------------------------- the parser
@@ -357,25 +82,30 @@ class _Parser:
   names, as `pjit`'s printing does. `consts` is None when reading only the structure
   (`jaxpr_to_text`): constvars then get None values."""
 
-  def __init__(self, text: str, consts: Sequence[Any] | None):
-    self.lex = _Lexer(text)
+  def __init__(self, text: str, consts: Sequence[Any] | None, dims: Dims | None = None):
+    self.lex = Lexer(text)
+    self.dims = dims if dims is not None else Dims(None)
     self.consts = None if consts is None else iter(consts)
     self.n_consts_taken = 0
     self.jaxprs_in_text_order: list[Jaxpr | None] = []  # as their constvars appear
 
   def parse(self) -> ClosedJaxpr:
-    parsed = self.jaxpr()
+    token = current_dims.set(self.dims)
+    try:
+      parsed = self.jaxpr()
+    finally:
+      current_dims.reset(token)
     token = self.lex.peek()
     if token.kind != "end":
-      raise self.lex.error(f"expected the end of the text, found {_describe(token)}",
+      raise self.lex.error(f"expected the end of the text, found {describe(token)}",
                            token.pos)
     return ClosedJaxpr(parsed.jaxpr, parsed.consts)
 
-  def jaxpr(self) -> _ParsedJaxpr:
+  def jaxpr(self) -> ParsedJaxpr:
     self.lex.expect("{", "'{' (a jaxpr)")
     lambda_token = self.lex.next()
     if lambda_token.text != "lambda":
-      raise self.lex.error(f"expected 'lambda', found {_describe(lambda_token)}",
+      raise self.lex.error(f"expected 'lambda', found {describe(lambda_token)}",
                            lambda_token.pos)
     scope: dict[str, Var] = {}
     constvars = self.binders(scope, ";")
@@ -387,7 +117,7 @@ class _Parser:
     self.lex.expect(".", "'.' after the invars")
     let = self.lex.next()
     if let.text != "let":
-      raise self.lex.error(f"expected 'let', found {_describe(let)}", let.pos)
+      raise self.lex.error(f"expected 'let', found {describe(let)}", let.pos)
     eqns = []
     while not (self.lex.peek().text == "in" and self.lex.peek(1).text == "("):
       if self.lex.peek().text == ";":
@@ -398,7 +128,7 @@ class _Parser:
     outvars = self.outs(scope)
     self.lex.expect("}", "'}' closing the jaxpr")
     jaxpr = self.jaxprs_in_text_order[text_order] = Jaxpr(constvars, invars, outvars, eqns)
-    return _ParsedJaxpr(jaxpr, consts)
+    return ParsedJaxpr(jaxpr, consts)
 
   def binders(self, scope: dict[str, Var], end: str) -> list[Var]:
     binders = []
@@ -419,20 +149,37 @@ class _Parser:
 
   def type(self) -> ShapedArray:
     token = self.lex.expect_word("a type such as f32[2,3]")
-    dtype = _dtype_from_short_name(token.text)
+    dtype = dtype_from_short_name(token.text)
     if dtype is None:
       raise self.lex.error(f"unknown dtype {token.text!r}", token.pos)
     self.lex.expect("[", "'[' and the shape")
     shape = []
     while self.lex.peek().text != "]":
-      dim = self.lex.expect_word("a dimension")
-      if not dim.text.isdigit():
-        raise self.lex.error(f"expected a dimension, found {dim.text!r}", dim.pos)
-      shape.append(int(dim.text))
+      shape.append(self.dimension())
       if self.lex.peek().text == ",":
         self.lex.next()
     self.lex.next()
     return ShapedArray(shape, dtype)
+
+  def dimension(self) -> Any:
+    """An int, or a symbolic dimension's text (`2*b`, `b + 1`, `floordiv(b, 2)`)."""
+    first = self.lex.peek()
+    parts, depth = [], 0
+    while True:
+      token = self.lex.peek()
+      if token.kind == "end" or (depth == 0 and token.text in (",", "]")):
+        break
+      depth += (token.text == "(") - (token.text == ")")
+      parts.append(self.lex.next().text)
+    if not parts:
+      raise self.lex.error(f"expected a dimension, found {describe(first)}", first.pos)
+    text = " ".join(parts)
+    if text.isdigit():
+      return int(text)
+    try:
+      return self.dims.read(text, in_type=True)
+    except (ValueError, KeyError, shape_poly.InconclusiveDimensionOperation) as e:
+      raise self.lex.error(f"bad dimension {text!r}: {e}", first.pos) from None
 
   def take_consts(self, constvars: list[Var]) -> list[Any]:
     if self.consts is None:
@@ -469,6 +216,8 @@ class _Parser:
     params = self.params(name.text) if self.lex.peek().text == "[" else {}
     for key, make in HIDDEN_PARAMS.get(name.text, {}).items():
       params.setdefault(key, make())
+    if name.text in PARAM_COMPLETIONS:
+      params = PARAM_COMPLETIONS[name.text](params)
     invars = self.operands(scope, outvars)
     eqn = JaxprEqn(invars, outvars, primitive, params)
     self.check_types(eqn, name)
@@ -477,24 +226,50 @@ class _Parser:
   def params(self, primitive: str) -> dict[str, Any]:
     self.lex.expect("[")
     params = {}
-    while self.lex.peek().text != "]":
-      key = self.lex.expect_word("a param name or ']'")
-      self.lex.expect("=", f"'=' after {key.text}")
-      value_pos = self.lex.peek().pos
-      node = self.value()
-      reader = (PARAM_READERS.get((primitive, key.text)) or PARAM_READERS.get((None, key.text))
-                or _read_value)
-      try:
-        params[key.text] = reader(node)
-      except (_Unreadable, TypeError, ValueError) as e:
-        raise self.lex.error(f"param {key.text} of `{primitive}`: {e}", value_pos) from None
+    with core.extend_axis_env(self.axes_bound_by_params(primitive)):
+      while self.lex.peek().text != "]":
+        key = self.lex.expect_word("a param name or ']'")
+        self.lex.expect("=", f"'=' after {key.text}")
+        value_pos = self.lex.peek().pos
+        node = self.value()
+        reader = (PARAM_READERS.get((primitive, key.text))
+                  or PARAM_READERS.get((None, key.text)) or read_value)
+        try:
+          params[key.text] = reader(node)
+        except (Unreadable, TypeError, ValueError) as e:
+          raise self.lex.error(f"param {key.text} of `{primitive}`: {e}", value_pos) from None
     self.lex.next()
     return params
+
+  def axes_bound_by_params(self, primitive: str) -> Sequence[tuple[Any, int]]:
+    """The axes one param binds for the others (shard_map's `mesh`, for the collectives
+    of its body), read ahead of its turn: params print in name order."""
+    binder = AXIS_BINDING_PARAMS.get(primitive)
+    if binder is None:
+      return ()
+    name, axes_of = binder
+    depth, k = 0, 0
+    while True:
+      token = self.lex.peek(k)
+      if token.kind == "end" or (depth == 0 and token.text == "]"):
+        return ()
+      if depth == 0 and token.text == name and self.lex.peek(k + 1).text == "=":
+        break
+      if token.kind == "punct":
+        depth += (token.text in "([{") - (token.text in ")]}")
+      k += 1
+    ahead = _Parser(self.lex.text[self.lex.peek(k + 2).pos:], None, self.dims)
+    try:
+      return axes_of(read_value(ahead.value()))
+    except Unreadable as e:
+      raise self.lex.error(f"param {name} of `{primitive}`: {e}", token.pos) from None
 
   def value(self) -> Any:
     token = self.lex.peek()
     if token.text == "{" and token.kind == "punct":
-      return self.jaxpr()
+      if self.lex.peek(1).text == "lambda":
+        return self.jaxpr()
+      return Braces(tuple(node for _, node in self.sequence("{", "}")))
     if token.kind == "word" and self.lex.peek(1).text == "(":
       self.lex.next()
       args, kwargs = [], {}
@@ -503,11 +278,15 @@ class _Parser:
           args.append(node)
         else:
           kwargs[key] = node
-      return _Call(token.text, tuple(args), kwargs)
+      return Call(token.text, tuple(args), kwargs)
     if token.text in ("(", "["):
       items = [node for _, node in self.sequence(token.text, ")]"[token.text == "["])]
       return tuple(items) if token.text == "(" else items
-    return _Word(self.lex.expect_word("a param value").text)
+    words = [self.lex.expect_word("a param value").text]
+    while (self.lex.peek().text in ("+", "-") and self.lex.peek(1).kind == "word"
+           and self.lex.peek(2).text != "="):  # a symbolic dimension, `b + 1`
+      words += [self.lex.next().text, self.lex.next().text]
+    return Word(" ".join(words))
 
   def sequence(self, open_: str, close: str, keywords: bool = False
                ) -> Iterator[tuple[str | None, Any]]:
@@ -519,7 +298,11 @@ class _Parser:
       if keywords and self.lex.peek(1).text == "=":
         key = self.lex.next().text
         self.lex.next()
-      yield key, self.value()
+      node = self.value()
+      if self.lex.peek().text == ":":
+        self.lex.next()
+        node = Pair(node, self.value())
+      yield key, node
       if self.lex.peek().text == ",":
         self.lex.next()
       elif self.lex.peek().kind == "end":
@@ -541,7 +324,7 @@ class _Parser:
         break
       elif token.text in scope and following not in (":", "["):
         atoms.append(scope[self.lex.next().text])
-      elif _literal_kind(token.text) is not None and following != "[":
+      elif literal_kind(token.text) is not None and following != "[":
         atoms.append(self.literal_text())
       elif following in (":", "[") or _primitive(token.text) is not None:
         break  # the next equation
@@ -559,11 +342,11 @@ class _Parser:
         atoms.append(self.literal(*self.complex_literal(), ()))
       elif token.text in scope:
         atoms.append(scope[self.lex.next().text])
-      elif token.kind == "word" and _literal_kind(token.text) is not None:
+      elif token.kind == "word" and literal_kind(token.text) is not None:
         atoms.append(self.literal(*self.literal_text(), ()))
       else:
         raise self.lex.error(f"expected an output variable or literal, found "
-                             f"{_describe(token)}", token.pos)
+                             f"{describe(token)}", token.pos)
       if self.lex.peek().text == ",":
         self.lex.next()
     self.lex.next()
@@ -574,10 +357,15 @@ class _Parser:
     return token.text, token.pos, self.literal_type()
 
   def complex_literal(self) -> tuple[str, int, ShapedArray | None]:
-    """`(1+2j)`: Python's text of a complex number with a real part."""
+    """`(1+2j)`: Python's text of a complex number with a real part; or `(b'',)`, the
+    text of a float0 zero (a tangent of an integer value)."""
     start = self.lex.next().pos
     body = self.lex.expect_word("a complex number")
-    if _literal_kind(body.text) != "c":
+    if body.text == "b''" and self.lex.peek().text == ",":
+      self.lex.next()
+      self.lex.expect(")")
+      return _FLOAT0_TEXT, start, self.literal_type()
+    if literal_kind(body.text) != "c":
       raise self.lex.error(f"expected a complex number, found {body.text!r}", body.pos)
     self.lex.expect(")")
     return f"({body.text})", start, self.literal_type()
@@ -590,7 +378,12 @@ class _Parser:
 
   def literal(self, text: str, pos: int, aval: ShapedArray | None,
               context: Sequence[Any]) -> Literal:
-    kind = _literal_kind(text.strip("()"))
+    if text == _FLOAT0_TEXT:
+      if aval is None or aval.shape or aval.dtype != dtypes.float0:
+        raise self.lex.error(f"literal {text} is a float0 scalar and must be typed "
+                             f"float0[]", pos)
+      return Literal(np.zeros((), dtypes.float0)[()], ShapedArray((), dtypes.float0))
+    kind = literal_kind(text.strip("()"))
     dtype = core.literal_dtype_in_context(kind, context) if aval is None else aval.dtype
     if aval is not None and aval.shape:
       raise self.lex.error(f"a literal is a scalar, not {aval.str_short()}", pos)
@@ -602,7 +395,7 @@ class _Parser:
       raise self.lex.error(f"literal {text} does not fit {dtype}", pos)
     return Literal(np.asarray(value).astype(dtype)[()], ShapedArray((), dtype))
 
-  def check_types(self, eqn: JaxprEqn, name: _Token) -> None:
+  def check_types(self, eqn: JaxprEqn, name: Token) -> None:
     """The equation's output types are its primitive's abstract evaluation of its operands
     (which also gives their weak types, which the text does not show)."""
     try:
@@ -622,14 +415,18 @@ class _Parser:
 
 
 _MISSING = object()
+_FLOAT0_TEXT = "(b'',)"  # how NumPy prints a float0 scalar
 
 
 # ----------------------------------------------------------------------------- API
 
 
-def jaxpr_from_text(text: str, consts: Sequence[Any] = ()) -> ClosedJaxpr:
+def jaxpr_from_text(text: str, consts: Sequence[Any] = (),
+                    axis_env: Sequence[tuple[Any, int]] | None = None) -> ClosedJaxpr:
   """The closed jaxpr `text` prints, with `consts` the values of its constvars in the order
-  their binders appear in the text (`jaxpr_to_text` gives both).
+  their binders appear in the text (`jaxpr_to_text` gives both). `axis_env`, as for
+  `make_jaxpr`, binds the axis names that collectives in the text use without binding
+  them (`psum[axes=('i',)]` outside a `shard_map`).
 
   `jaxpr_from_text(str(j), j.consts)` rebuilds `j` (up to weak types, see the module
   docstring) when no nested jaxpr closes over values, and `str` of the result is `str(j)`.
@@ -641,10 +438,20 @@ def jaxpr_from_text(text: str, consts: Sequence[Any] = ()) -> ClosedJaxpr:
       params cannot be read back (custom derivative rules, host callbacks), does not
       type-check, or has more or fewer constvars than `consts` has values.
   """
+  with core.extend_axis_env(axis_env or ()):
+    return read_jaxpr_text(text, consts)
+
+
+def read_jaxpr_text(text: str, consts: Sequence[Any] = (),
+                    scope: shape_poly.SymbolicScope | None = None,
+                    dim_values: dict[str, Any] | None = None) -> ClosedJaxpr:
+  """`jaxpr_from_text` with the text's symbolic dimensions read in `scope` (a new one by
+  default) and, given `dim_values` (a value for each dimension variable), evaluated: a
+  shape-polymorphic program then reads back with the shapes of one call."""
   if not isinstance(text, str):
     raise TypeError(f"jaxpr_from_text takes the text of a jaxpr (str(jaxpr)), got "
                     f"{type(text).__name__}")
-  parser = _Parser(text, consts)
+  parser = _Parser(text, consts, Dims(scope, dim_values))
   closed = parser.parse()
   if parser.n_consts_taken != len(consts):
     raise ValueError(f"jaxpr_from_text: {len(consts)} consts given for the "
@@ -652,11 +459,36 @@ def jaxpr_from_text(text: str, consts: Sequence[Any] = ()) -> ClosedJaxpr:
   return closed
 
 
+def value_from_text(text: str) -> Any:
+  """A value as a param prints it (`NamedSharding(mesh=Mesh('x': 2), spec=P('x',), ...)`,
+  `(1, 2)`): for data saved beside a jaxpr's text, such as an export's shardings. A mesh
+  reads back over the first devices (see `jaxpr_parser_sharding`)."""
+  parser = _Parser(text, None)
+  try:
+    value = read_value(parser.value())
+  except Unreadable as e:
+    raise ValueError(f"cannot read back {text!r}: {e}") from None
+  token = parser.lex.peek()
+  if token.kind != "end":
+    raise parser.lex.error(f"expected the end of the text, found {describe(token)}",
+                           token.pos)
+  return value
+
+
+def jaxpr_structure_from_text(text: str, axis_env: Sequence[tuple[Any, int]] | None = None
+                              ) -> ClosedJaxpr:
+  """The jaxpr `text` prints, with None for the values of its constvars: checks that a
+  printed jaxpr reads back (it prints the same), when the values are not at hand."""
+  with core.extend_axis_env(axis_env or ()):
+    return _Parser(text, None).parse()
+
+
 def jaxpr_to_text(jaxpr: ClosedJaxpr) -> tuple[str, list[Any]]:
   """`jaxpr`'s text and the values of its constvars in the order `jaxpr_from_text` takes
   them (nested closed jaxprs included). Reads the text back first, so that a jaxpr that
   cannot be read back (a custom derivative rule, a host callback) says so now, when a
   program is saved, rather than when it is loaded."""
+  jaxpr = cd.save_rules(jaxpr)
   text = str(jaxpr)
   parser = _Parser(text, None)
   parsed = parser.parse()
@@ -680,3 +512,4 @@ def _match_closed_jaxprs(original: Any, parsed: Any, out: dict[int, ClosedJaxpr]
   elif isinstance(original, (tuple, list)):
     for o, p in zip(original, parsed):
       _match_closed_jaxprs(o, p, out)
+

@@ -6,15 +6,18 @@ whose public `main` takes the constvars, then the invars.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-from jaxlib.mlir.dialects import chlo, func
+from jaxlib.mlir.dialects import chlo, func, sdy
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes
@@ -24,7 +27,23 @@ LoweringRule = Callable[..., Sequence[ir.Value]]
 
 _lowerings: dict[core.Primitive, LoweringRule] = {}
 _platform_lowerings: dict[str, dict[core.Primitive, LoweringRule]] = {}
-PLATFORM = "cpu"
+# "native" lowers with StableHLO ops only, skipping every platform's rules (jaxlib's LAPACK
+# custom calls): for programs another XLA runs (TensorFlow's, through jax2tf), which does not
+# have jaxlib's kernels. Primitives with no generic rule then fail to lower, naming themselves.
+NATIVE = "native"
+_platform: contextvars.ContextVar[str] = contextvars.ContextVar("lowering_platform",
+                                                                default="cpu")
+
+
+@contextlib.contextmanager
+def lowering_platform(platform: str) -> Iterator[None]:
+  """Lowers for `platform` ("cpu" or `NATIVE`) inside the block. Nothing may compile there:
+  flush pending eager work first (its programs would be lowered for `platform` too)."""
+  token = _platform.set(platform)
+  try:
+    yield
+  finally:
+    _platform.reset(token)
 
 
 def register_lowering(prim: core.Primitive, rule: LoweringRule,
@@ -38,10 +57,11 @@ def register_lowering(prim: core.Primitive, rule: LoweringRule,
 
 
 def _lowering_rule(prim: core.Primitive) -> LoweringRule:
-  rule = _platform_lowerings.get(PLATFORM, {}).get(prim) or _lowerings.get(prim)
+  platform = _platform.get()
+  rule = _platform_lowerings.get(platform, {}).get(prim) or _lowerings.get(prim)
   if rule is None:
     raise NotImplementedError(f"MLIR translation rule for primitive '{prim.name}' not found "
-                              f"for platform {PLATFORM}")
+                              f"for platform {platform}")
   return rule
 
 
@@ -72,9 +92,102 @@ _FLOAT_TYPES: dict[str, Callable[[], ir.Type]] = {
 
 def aval_to_ir_type(aval: ShapedArray) -> ir.RankedTensorType:
   """The tensor type of `aval`'s data: extended dtypes (keys) lower to their physical
-  representation, the element shape appended (see `dtypes.ExtendedDType`)."""
+  representation, the element shape appended (see `dtypes.ExtendedDType`). Symbolic
+  dimensions lower to dynamic ones (`?`)."""
   aval = core.physical_aval(aval)
-  return ir.RankedTensorType.get(aval.shape, dtype_to_ir_type(aval.dtype))
+  shape = aval.shape
+  if not core.is_constant_shape(shape):
+    shape = [d if type(d) is int else ir.ShapedType.get_dynamic_size() for d in shape]
+  return ir.RankedTensorType.get(shape, dtype_to_ir_type(aval.dtype))
+
+
+# ----------------------------------------------------------------------------- dynamic shapes
+# A shape-polymorphic module (`jaxon.export` with symbolic dimensions) computes the values of
+# its dimension variables at the top of `main`; while it is lowered, `dim_var_values` maps
+# each variable's name to its `tensor<i32>` value, and the ops whose result shape is an
+# operand in StableHLO (broadcast, iota, reshape) take it from `shape_tensor`.
+
+class _DimVarState(threading.local):
+  values: dict[str, ir.Value] | None = None
+
+
+_dim_vars = _DimVarState()
+
+
+@contextlib.contextmanager
+def dim_var_values(values: dict[str, ir.Value]) -> Any:
+  previous, _dim_vars.values = _dim_vars.values, values
+  try:
+    yield
+  finally:
+    _dim_vars.values = previous
+
+
+class _IrInt:
+  """A `tensor<i32>` value doing integer arithmetic with ints and others like it, so that a
+  symbolic dimension evaluates (`DimExpr.evaluate`) to ops."""
+
+  def __init__(self, value: ir.Value):
+    self.value = value
+
+  def _op(self, other: Any, op: Callable, reverse: bool = False) -> _IrInt:
+    other_value = other.value if isinstance(other, _IrInt) else ir_constant(np.int32(other))
+    a, b = (other_value, self.value) if reverse else (self.value, other_value)
+    return _IrInt(op(a, b))
+
+  __add__ = lambda self, o: self._op(o, hlo.add)  # noqa: E731
+  __radd__ = lambda self, o: self._op(o, hlo.add, True)  # noqa: E731
+  __sub__ = lambda self, o: self._op(o, hlo.subtract)  # noqa: E731
+  __rsub__ = lambda self, o: self._op(o, hlo.subtract, True)  # noqa: E731
+  __mul__ = lambda self, o: self._op(o, hlo.multiply)  # noqa: E731
+  __rmul__ = lambda self, o: self._op(o, hlo.multiply, True)  # noqa: E731
+  # dimensions and their divisors are positive, where truncation is floor division
+  __floordiv__ = lambda self, o: self._op(o, hlo.divide)  # noqa: E731
+  __mod__ = lambda self, o: self._op(o, hlo.remainder)  # noqa: E731
+  max = rmax = lambda self, o: self._op(o, hlo.maximum)  # noqa: E731  (`max(b, 5)` dims)
+  min = rmin = lambda self, o: self._op(o, hlo.minimum)  # noqa: E731
+
+
+def dim_value(d: Any) -> ir.Value:
+  """A dimension (an int or a symbolic one) as a `tensor<i32>` value."""
+  if type(d) is int:
+    return ir_constant(np.int32(d))
+  if _dim_vars.values is None:
+    raise ValueError(f"the symbolic dimension {d} can only be lowered by jaxon.export")
+  value = d.evaluate({k: _IrInt(v) for k, v in _dim_vars.values.items()})
+  return value.value if isinstance(value, _IrInt) else ir_constant(np.int32(value))
+
+
+def shape_tensor(shape: Sequence[Any]) -> ir.Value:
+  """`shape` as a `tensor<rank x i32>` value."""
+  i32_1 = ir.RankedTensorType.get([1], ir.IntegerType.get_signless(32))
+  parts = [hlo.reshape(i32_1, dim_value(d)) for d in shape]
+  if not parts:
+    return ir_constant(np.zeros((0,), np.int32))
+  return parts[0] if len(parts) == 1 else hlo.concatenate(parts, 0)
+
+
+def broadcast_in_dim(aval_out: ShapedArray, operand: ir.Value, dims: Sequence[int]
+                     ) -> ir.Value:
+  """`stablehlo.broadcast_in_dim`, or its dynamic form for a symbolic output shape."""
+  if core.is_constant_shape(aval_out.shape):
+    return hlo.broadcast_in_dim(aval_to_ir_type(aval_out), operand, list(dims))
+  shape = core.physical_aval(aval_out).shape
+  return hlo.dynamic_broadcast_in_dim(aval_to_ir_type(aval_out), operand,
+                                     shape_tensor(shape), list(dims))
+
+
+def iota(aval_out: ShapedArray, dimension: int) -> ir.Value:
+  if core.is_constant_shape(aval_out.shape):
+    return hlo.iota(aval_to_ir_type(aval_out), dimension)
+  return hlo.dynamic_iota(aval_to_ir_type(aval_out), shape_tensor(aval_out.shape), dimension)
+
+
+def reshape(aval_out: ShapedArray, operand: ir.Value) -> ir.Value:
+  if core.is_constant_shape(aval_out.shape):
+    return hlo.reshape(aval_to_ir_type(aval_out), operand)
+  shape = core.physical_aval(aval_out).shape
+  return hlo.dynamic_reshape(aval_to_ir_type(aval_out), operand, shape_tensor(shape))
 
 
 def element_dims(aval: ShapedArray) -> tuple[int, ...]:
@@ -108,7 +221,7 @@ def full_like_aval(value: Any, aval: ShapedArray) -> ir.Value:
   scalar = ir_constant(np.array(value, aval.dtype))
   if not aval.shape:
     return scalar
-  return hlo.broadcast_in_dim(aval_to_ir_type(aval), scalar, [])
+  return broadcast_in_dim(aval, scalar, [])
 
 
 # ----------------------------------------------------------------------------- lowering
@@ -132,6 +245,24 @@ class ModuleContext:
 
   def set_effect_token(self, token: ir.Value) -> None:
     self.effect_tokens[ir.InsertionPoint.current.block] = token
+
+  # The mesh of an SPMD program, (axis names, axis sizes), once declared (`mesh_symbol`).
+  mesh: tuple[tuple[str, ...], tuple[int, ...]] | None = None
+
+  def mesh_symbol(self, axis_names: Sequence[str], axis_sizes: Sequence[int]) -> str:
+    """The symbol of the module's Shardy mesh (`sdy.mesh @mesh`), declared on first use;
+    lowerings name it in their sharding attributes (`#sdy.sharding<@mesh, ...>`). A
+    program has one mesh: another one is an error."""
+    axes = (tuple(axis_names), tuple(axis_sizes))
+    if self.mesh is None:
+      text = ", ".join(f'"{n}"={s}' for n, s in zip(*axes))
+      with ir.InsertionPoint.at_block_begin(self.module.body):
+        sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{text}]>"))
+      self.mesh = axes
+    elif self.mesh != axes:
+      raise ValueError(f"A program may use one mesh: it uses axes {dict(zip(*self.mesh))} "
+                       f"and {dict(zip(*axes))}.")
+    return "mesh"
 
 
 @dataclasses.dataclass
@@ -162,6 +293,7 @@ def make_ir_context() -> ir.Context:
   context.dialects["func"]  # loads it: the registry alone only makes it available
   chlo.register_dialect(context)
   hlo.register_dialect(context)
+  sdy.register_dialect(context)
   return context
 
 
@@ -196,26 +328,53 @@ def _as_value_list(outs: Any) -> list[ir.Value]:
 
 
 def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main",
-                          host_callbacks: list[Callable[..., Any]] | None = None
-                          ) -> ir.Module:
+                          host_callbacks: list[Callable[..., Any]] | None = None,
+                          mesh: tuple[Sequence[str], Sequence[int], int] | None = None,
+                          arg_shardings: Sequence[str | None] = (),
+                          result_shardings: Sequence[str | None] = ()) -> ir.Module:
   """A module whose public `main` computes `jaxpr` from (constvars..., invars...). The
-  Python callbacks it calls are appended to `host_callbacks`, to compile it with."""
+  Python callbacks it calls are appended to `host_callbacks`, to compile it with.
+
+  An SPMD program over `mesh` (axis names, axis sizes, number of devices) declares it as
+  `@mesh`; `arg_shardings` (one per argument, constvars first) and `result_shardings` are
+  Shardy attributes naming it (`#sdy.sharding<@mesh, [{"x"}, {}]>`), None for none."""
   context = make_ir_context()
   with context, ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{_sanitize(name)}")
     in_types = [aval_to_ir_type(v.aval) for v in jaxpr.constvars + jaxpr.invars]
     out_types = [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
+    ctx = ModuleContext(module, name, [] if host_callbacks is None else host_callbacks)
     with ir.InsertionPoint(module.body):
       main = func.FuncOp("main", ir.FunctionType.get(in_types, out_types))
       main.attributes["sym_visibility"] = ir.StringAttr.get("public")
+      if mesh is not None:
+        annotate_spmd(ctx, main, mesh, arg_shardings, result_shardings)
       block = main.add_entry_block()
       with ir.InsertionPoint(block):
-        ctx = ModuleContext(module, name, [] if host_callbacks is None else host_callbacks)
         n = len(jaxpr.constvars)
         outs = jaxpr_subcomp(ctx, jaxpr, block.arguments[:n], block.arguments[n:])
         func.ReturnOp(outs)
   return module
+
+
+def annotate_spmd(ctx: ModuleContext, main: func.FuncOp,
+                   mesh: tuple[Sequence[str], Sequence[int], int],
+                   arg_shardings: Sequence[str | None],
+                   result_shardings: Sequence[str | None]) -> None:
+  axis_names, axis_sizes, num_devices = mesh
+  i32 = ir.IntegerType.get_signless(32)
+  ctx.module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(i32, num_devices)
+  ctx.module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(i32, 1)
+  if axis_names:
+    ctx.mesh_symbol(axis_names, axis_sizes)
+
+  def attrs(shardings: Sequence[str | None]) -> ir.ArrayAttr:
+    return ir.ArrayAttr.get([ir.DictAttr.get({} if s is None else
+                                             {"sdy.sharding": ir.Attribute.parse(s)})
+                             for s in shardings])
+  main.arg_attrs = attrs(arg_shardings)
+  main.result_attrs = attrs(result_shardings)
 
 
 def _sanitize(name: str) -> str:

@@ -263,7 +263,8 @@ def _pp_custom_call(eqn: core.JaxprEqn, context: core.PrintContext) -> pp.Doc:
   """JAX's layout: `name` first, then the jaxpr and the rules' names, sorted; the rule
   tracers and a zero const count stay out of the text."""
   params = {k: v for k, v in eqn.params.items()
-            if k not in ("jvp_jaxpr_fun", "fwd_jaxpr_thunk", "name")
+            if (k not in ("jvp_jaxpr_fun", "fwd_jaxpr_thunk", "name")
+                or isinstance(v, _SavedRule))  # a saved program's rules print as jaxprs
             and not (k == "num_consts" and v == 0)}
   shown = eqn.replace(params={"name": eqn.params["name"], **params})
   return core.pp_standard_eqn(shown, context, ["name", *sorted(params)])
@@ -457,6 +458,191 @@ custom_vjp_call_p.def_abstract_eval(lambda *avals, call_jaxpr, **_: call_jaxpr.o
 mlir.register_lowering(custom_vjp_call_p, lambda ctx, *args, call_jaxpr, **_:
                        mlir.closed_jaxpr_subcomp(ctx.module_context, call_jaxpr, args))
 core.pp_eqn_rules[custom_vjp_call_p] = _pp_custom_call
+
+
+# ----------------------------------------------------------------------------- saved rules
+# A program saved as text (`jaxon.export`) keeps its custom derivatives: `save_rules`
+# rewrites each custom_jvp_call/custom_vjp_call equation to hold its rules traced to jaxprs,
+# as objects that are closed jaxprs (so they print, and read back, as jaxprs) and also serve
+# as the rule params the primitives call. Tangents and cotangents of integer values (float0)
+# are left out of the saved jaxprs; `complete_saved_rules` gives the rules read back from
+# text the avals that say which those are.
+
+
+class _SavedRule(ClosedJaxpr):
+  """A rule of a custom_jvp/custom_vjp call, traced to a jaxpr for saving."""
+
+  __slots__ = ("arg_avals", "out_avals_of_call")
+
+  def __init__(self, closed: ClosedJaxpr):
+    super().__init__(closed.jaxpr, closed.consts)
+    self.arg_avals: list[ShapedArray] = []
+    self.out_avals_of_call: list[ShapedArray] = []
+
+  def bind_avals(self, arg_avals: Sequence[ShapedArray],
+                 out_avals: Sequence[ShapedArray]) -> _SavedRule:
+    self.arg_avals, self.out_avals_of_call = list(arg_avals), list(out_avals)
+    return self
+
+
+def _differentiable(avals: Sequence[ShapedArray]) -> list[bool]:
+  return [a.to_tangent_aval().dtype != dtypes.float0 for a in avals]
+
+
+class SavedJVPRule(_SavedRule):
+  """`jvp_jaxpr_fun`: the rule's jaxpr takes the primals and the tangents of the
+  differentiable ones; other sets of symbolic-zero tangents are filled with zeros."""
+
+  __slots__ = ()
+
+  def __call__(self, zeros: tuple[bool, ...]) -> ClosedJaxpr:
+    saved_zeros = tuple(not d for d in _differentiable(self.arg_avals))
+    if zeros == saved_zeros:
+      return self
+    tangent_avals = [a.to_tangent_aval() for a in self.arg_avals]
+
+    def with_zeros(*xs: Any) -> list[Any]:
+      primals, given = xs[:len(self.arg_avals)], iter(xs[len(self.arg_avals):])
+      tangents = [ad.zeros_like_aval(a) if z else next(given)
+                  for a, z in zip(tangent_avals, zeros)]
+      return core.eval_jaxpr(self.jaxpr, self.consts, *primals,
+                             *[t for t, s in zip(tangents, saved_zeros) if not s])
+    return pe.trace_to_closed_jaxpr(
+        with_zeros, [*self.arg_avals, *[a for a, z in zip(tangent_avals, zeros) if not z]])
+
+
+class SavedFwdRule(_SavedRule):
+  """`fwd_jaxpr_thunk`: the forward rule's jaxpr, outputs then residuals."""
+
+  __slots__ = ()
+
+  def __call__(self) -> tuple[ClosedJaxpr, int]:
+    return self, len(self.out_avals_of_call)
+
+
+class SavedBwdRule(_SavedRule):
+  """`bwd`: the backward rule's jaxpr, from the residuals and the cotangents of the
+  differentiable outputs to the cotangents of the differentiable arguments."""
+
+  __slots__ = ()
+
+  def __call__(self, residuals: Sequence[Any], cts: Sequence[Any]) -> list[Any]:
+    given = [ad.instantiate_zeros(ct) for ct, d in
+             zip(cts, _differentiable(self.out_avals_of_call)) if d]
+    outs = iter(core.eval_jaxpr(self.jaxpr, self.consts, *residuals, *given))
+    return [next(outs) if d else ad.Zero(a.to_tangent_aval())
+            for a, d in zip(self.arg_avals, _differentiable(self.arg_avals))]
+
+
+class UnsavedRuleError(ValueError):
+  """A custom derivative rule was needed that the program's text did not carry."""
+
+
+class UnsavedRule:
+  """The rule of a custom derivative read back from text that does not carry it (plain
+  `str(jaxpr)`): it prints as its name, and says so when differentiation needs it."""
+
+  def __init__(self, name: str):
+    self.name = name
+
+  def __call__(self, *args: Any) -> Any:
+    raise UnsavedRuleError(f"the custom derivative rule {self.name} of this jaxpr was read back "
+                     "from text that does not carry it: save programs with `jaxon.export` "
+                     "(or `jaxpr_parser.jaxpr_to_text`) to keep their rules, which are saved "
+                     f"for derivatives up to order {SAVED_RULE_DEPTH}")
+
+  def __str__(self) -> str:
+    return self.name
+
+
+def complete_saved_rules(params: dict) -> dict:
+  """Gives a custom call's saved rules, read back from text, the avals of the call's
+  arguments and outputs (which say which tangents the saved jaxprs leave out)."""
+  call_jaxpr = params["call_jaxpr"]
+  arg_avals = call_jaxpr.in_avals[params.get("num_consts", 0):]
+  for value in params.values():
+    if isinstance(value, _SavedRule):
+      value.bind_avals(arg_avals, call_jaxpr.out_avals)
+  return params
+
+
+# A rule often calls its own function (`f.defjvp(lambda p, t: (f(p[0]), ...))`), so the
+# saved rule holds a call with a rule of its own, and so on: rules are saved this many levels
+# deep, which keeps derivatives of that many orders custom. Deeper calls keep their
+# function and print their rules by name; differentiating them raises (`UnsavedRule`).
+SAVED_RULE_DEPTH = 4
+
+
+def save_rules(closed: ClosedJaxpr, depth: int = 0) -> ClosedJaxpr:
+  """`closed` with the rules of its custom_jvp/custom_vjp calls (nested ones included, to
+  `SAVED_RULE_DEPTH` levels of rules within rules) traced to saved jaxprs."""
+  return ClosedJaxpr(_save_rules_in(closed.jaxpr, depth), closed.consts)
+
+
+def _save_rules_in(jaxpr: core.Jaxpr, depth: int) -> core.Jaxpr:
+  eqns = []
+  for eqn in jaxpr.eqns:
+    params = {k: _save_rules_in_param(v, depth) for k, v in eqn.params.items()}
+    if eqn.primitive in (custom_jvp_call_p, custom_vjp_call_p) and depth < SAVED_RULE_DEPTH:
+      params = _saved_rule_params(eqn.primitive, params, depth + 1)
+    eqns.append(eqn.replace(params=params))
+  return core.Jaxpr(jaxpr.constvars, jaxpr.invars, jaxpr.outvars, eqns)
+
+
+def _save_rules_in_param(value: Any, depth: int) -> Any:
+  if isinstance(value, _SavedRule):
+    return value
+  if isinstance(value, ClosedJaxpr):
+    return save_rules(value, depth)
+  if isinstance(value, core.Jaxpr):
+    return _save_rules_in(value, depth)
+  if type(value) is tuple and any(isinstance(v, (ClosedJaxpr, core.Jaxpr)) for v in value):
+    return tuple(_save_rules_in_param(v, depth) for v in value)
+  return value
+
+
+def _saved_rule_params(primitive: core.Primitive, params: dict, depth: int) -> dict:
+  """`params` with the rules saved; a rule that needs a rule its program was read back
+  without (a program loaded from text, saved again after a derivative: the VJP of a loaded
+  program) is left unsaved, so the saved orders of derivatives go down by one."""
+  try:
+    return _save_rule_params(primitive, dict(params), depth)
+  except UnsavedRuleError:
+    if primitive is custom_jvp_call_p:
+      return dict(params, jvp_jaxpr_fun=UnsavedRule("the JVP rule"))
+    return dict(params, fwd_jaxpr_thunk=UnsavedRule("the forward rule"),
+                bwd=UnsavedRule(str(params["bwd"])))
+
+
+def _save_rule_params(primitive: core.Primitive, params: dict, depth: int) -> dict:
+  call_jaxpr = params["call_jaxpr"]
+  arg_avals = call_jaxpr.in_avals[params["num_consts"]:]
+  out_avals = call_jaxpr.out_avals
+  if primitive is custom_jvp_call_p:
+    if not isinstance(params["jvp_jaxpr_fun"], _SavedRule):
+      zeros = tuple(not d for d in _differentiable(arg_avals))
+      rule = save_rules(params["jvp_jaxpr_fun"](zeros), depth)
+      params["jvp_jaxpr_fun"] = SavedJVPRule(rule).bind_avals(arg_avals, out_avals)
+    return params
+  if not isinstance(params["fwd_jaxpr_thunk"], _SavedRule):
+    fwd, num_outs = params["fwd_jaxpr_thunk"]()
+    res_avals = fwd.out_avals[num_outs:]
+    bwd = params["bwd"]
+    out_differentiable = _differentiable(out_avals)
+
+    def dense_bwd(*xs: Any) -> list[Any]:
+      residuals, given = xs[:len(res_avals)], iter(xs[len(res_avals):])
+      cts = [next(given) if d else ad.zeros_like_aval(a.to_tangent_aval())
+             for a, d in zip(out_avals, out_differentiable)]
+      return [ad.instantiate_zeros(ct) for ct, d in
+              zip(bwd(residuals, cts), _differentiable(arg_avals)) if d]
+    ct_avals = [a.to_tangent_aval() for a, d in zip(out_avals, out_differentiable) if d]
+    bwd_jaxpr = pe.trace_to_closed_jaxpr(dense_bwd, [*res_avals, *ct_avals])
+    params["fwd_jaxpr_thunk"] = SavedFwdRule(save_rules(fwd, depth)).bind_avals(
+        arg_avals, out_avals)
+    params["bwd"] = SavedBwdRule(save_rules(bwd_jaxpr, depth)).bind_avals(arg_avals,
+                                                                         out_avals)
+  return params
 
 
 # ----------------------------------------------------------------------------- built on them

@@ -122,7 +122,7 @@ def _reshape_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
                       sharding: Any) -> list[ir.Value]:
   if dimensions is not None:
     operand = hlo.transpose(operand, list(dimensions) + _element_dims(ctx.avals_in[0]))
-  return [hlo.reshape(mlir.aval_to_ir_type(ctx.avals_out[0]), operand)]
+  return [mlir.reshape(ctx.avals_out[0], operand)]
 
 
 reshape_p = _shape_primitive("reshape", _reshape_shape_rule, _reshape_lowering)
@@ -227,7 +227,7 @@ def _squeeze_shape_rule(operand: ShapedArray, *, dimensions: tuple[int, ...]
 
 def _squeeze_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
                       dimensions: tuple[int, ...]) -> list[ir.Value]:
-  return [hlo.reshape(mlir.aval_to_ir_type(ctx.avals_out[0]), operand)]
+  return [mlir.reshape(ctx.avals_out[0], operand)]
 
 
 squeeze_p = _shape_primitive("squeeze", _squeeze_shape_rule, _squeeze_lowering)
@@ -384,7 +384,7 @@ def pad(operand: Any, padding_value: Any,
     if len(entry) != 3:
       raise ValueError(f"padding_config entries must be (low, high, interior) triples, got "
                        f"{entry!r} in {tuple(padding_config)!r}.")
-    config.append(tuple(int(p) for p in entry))
+    config.append(tuple(p if core.is_symbolic_dim(p) else int(p) for p in entry))
   return pad_p.bind(operand, padding_value, padding_config=tuple(config))
 
 
@@ -417,6 +417,10 @@ def _pad_shape_rule(operand: ShapedArray, padding_value: ShapedArray, *,
 def _pad_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, padding_value: ir.Value,
                   *, padding_config: tuple[tuple[int, int, int], ...]) -> list[ir.Value]:
   low, high, interior = ([entry[i] for entry in padding_config] for i in range(3))
+  if not core.is_constant_shape((*low, *high)):  # symbolic padding (shape-polymorphic)
+    return [hlo.dynamic_pad(mlir.aval_to_ir_type(ctx.avals_out[0]), operand, padding_value,
+                            mlir.shape_tensor(low), mlir.shape_tensor(high),
+                            mlir.shape_tensor(interior))]
   return [hlo.pad(operand, padding_value, low, high, interior)]
 
 

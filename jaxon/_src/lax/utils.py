@@ -104,7 +104,7 @@ def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
   if isinstance(shape, str):
     raise invalid
   try:
-    dims = tuple(operator.index(core.concrete_or_error(
+    dims = tuple(d if core.is_symbolic_dim(d) else operator.index(core.concrete_or_error(
         None, d, f"The size argument {context or 'of a shape'} must be concrete."))
         for d in shape)
   except TypeError as e:

@@ -49,6 +49,8 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 
   Example: `jnp.arange(1, 10, 3)` is `[1, 4, 7]` (int32).
   """
+  if stop is None and step is None and core.is_symbolic_dim(start):  # shape-polymorphic
+    return lax.iota(dtypes.canonicalize_dtype(dtype or np.int64), start)
   if stop is None:
     start, stop = 0, _concrete_scalar("stop", start)
   else:

@@ -59,7 +59,27 @@ class _Slice(NamedTuple):
 
   @property
   def size(self) -> int:
+    if not core.is_constant_shape((self.start, self.stop)):  # symbolic: step > 0, in order
+      return (self.stop - self.start + self.step - 1) // self.step
     return len(range(self.start, self.stop, self.step))
+
+
+def _symbolic_slice_indices(start: int | None, stop: int | None, step: int | None,
+                            size: Any) -> tuple[Any, Any, int]:
+  """`slice.indices` for a symbolic dimension `size` (shape-polymorphic export): a bound
+  whose clamping depends on the dimension's value is a `min`/`max` dimension, as JAX's
+  (`x[:5]` has `min(b, 5)` rows)."""
+  step = 1 if step is None else step
+  if step <= 0:
+    raise IndexError("slicing a symbolic dimension takes a positive step")
+
+  def bound(v: int | None, default: Any) -> Any:
+    if v is None:
+      return default
+    if v < 0:
+      return core.max_dim(0, v + size)
+    return core.min_dim(size, v)
+  return bound(start, 0), bound(stop, size), step
 
 
 class _Int(NamedTuple):
@@ -113,8 +133,8 @@ def _bad_indexer(pos: int, item: Any, dtype: Any) -> TypeError:
 
 def _static_bound(v: Any) -> int | None:
   """A slice bound as a Python int: traced bounds would make the result's size unknown."""
-  if v is None:
-    return None
+  if v is None or core.is_symbolic_dim(v):
+    return v
   if isinstance(v, core.Tracer):
     value = v.to_concrete_value()
     if value is None:
@@ -210,7 +230,9 @@ def _resolve(items: list[Any], shape: tuple[int, ...]) -> list[_Entry]:
   for item in items:
     if isinstance(item, slice):
       bounds = (_static_bound(item.start), _static_bound(item.stop), _static_bound(item.step))
-      entries.append(_Slice(*slice(*bounds).indices(shape[axis])))
+      symbolic = not core.is_constant_shape((shape[axis], *bounds))
+      entries.append(_Slice(*_symbolic_slice_indices(*bounds, shape[axis])) if symbolic
+                     else _Slice(*slice(*bounds).indices(shape[axis])))
     elif isinstance(item, _Mask):
       entries += _mask_entries(item.value, shape[axis:axis + item.value.ndim], axis)
     else:

@@ -21,7 +21,8 @@ _OBJECT_DTYPE = np.dtype(object)
 
 
 def _is_traced_or_array(x: Any) -> bool:
-  return isinstance(x, (core.Tracer, Array))
+  """Arrays, tracers, and symbolic dimensions (traced values in shape-polymorphic code)."""
+  return isinstance(x, (core.Tracer, Array)) or core.is_symbolic_dim(x)
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,

@@ -107,6 +107,7 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...], where: Any, keepdims: 
            dtype: Any) -> Any:
   """How many elements each reduction sees: the axes' size, or the `where` mask's count."""
   if where is None:
+    # a symbolic size (shape-polymorphic export) converts as its `dim_as_value`
     return lax._convert_element_type(_reduced_size(shape, axes), dtype)
   mask = jnp_shape.broadcast_to(lax._convert_element_type(where, np.bool_), shape)
   return sum(mask, axes, dtype=dtype, keepdims=keepdims)

@@ -82,8 +82,17 @@ def reshape(a: Any, shape: int | Sequence[int] | None = None, order: str = "C", 
   return _reshape_in_order(a, _infer_shape(a.shape, shape), order)
 
 
+def _static_dims(fun_name: str, what: str, value: Any) -> tuple[Any, ...]:
+  """`value` (an int or a sequence of them) as a shape: ints, and symbolic dimensions
+  (shape-polymorphic export) as they are."""
+  if isinstance(value, (tuple, list)) and any(map(core.is_symbolic_dim, value)):
+    return tuple(d if core.is_symbolic_dim(d) else int(_static_ints(fun_name, what, d))
+                 for d in value)
+  return tuple(int(d) for d in np.atleast_1d(_static_ints(fun_name, what, value)))
+
+
 def _infer_shape(old: tuple[int, ...], shape: int | Sequence[int]) -> tuple[int, ...]:
-  new = tuple(int(d) for d in np.atleast_1d(_static_ints("reshape", "shape", shape)))
+  new = _static_dims("reshape", "shape", shape)
   if new.count(-1) > 1:
     raise TypeError(f"jnp.reshape: can only specify one unknown dimension (-1), got {new}.")
   if any(d < -1 for d in new):
@@ -231,8 +240,7 @@ def atleast_3d(*arys: Any) -> Any:
 
 def broadcast_shapes(*shapes: int | Sequence[int]) -> tuple[int, ...]:
   """The shape that arrays of `shapes` broadcast to, by NumPy's rules."""
-  shapes = [tuple(int(d) for d in np.atleast_1d(_static_ints("broadcast_shapes", "shape", s)))
-            for s in shapes]
+  shapes = [_static_dims("broadcast_shapes", "shape", s) for s in shapes]
   ndim = max((len(s) for s in shapes), default=0)
   out = []
   for sizes in zip(*((1,) * (ndim - len(s)) + s for s in shapes)):
