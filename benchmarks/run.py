@@ -7,6 +7,7 @@ and the ratio jaxon/JAX (below 1 means jaxon is faster).
     python benchmarks/run.py                     # every workload
     python benchmarks/run.py --only eager_ops --repeat 50
     python benchmarks/run.py --list
+    python benchmarks/run.py --only jit_scalar_add --json results.jsonl
 
 JAX is optional (`pip install -e '.[bench]'`, in a separate virtual environment: the test
 environment must not have `jax` installed). A workload is a function registered with
@@ -18,6 +19,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import json
+import os
+import platform
 import statistics
 import sys
 import time
@@ -41,6 +45,8 @@ class Framework:
   vmap: Callable
   hessian: Callable
   lax: ModuleType
+  make_jaxpr: Callable
+  random: ModuleType
 
 
 class Unsupported(Exception):
@@ -98,6 +104,20 @@ def jit_scalar_add(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+@workload("jit_scalar_add_blocking", unit="call", units_per_run=CALLS)
+def jit_scalar_add_blocking(fw: Framework) -> Callable[[], Any]:
+  """jit(lambda x: x + 1.0) on a scalar Array, waiting for each result: a call's whole
+  round trip, dispatch and execution."""
+  f = fw.jit(lambda x: x + 1.0)
+  x = fw.device_put(np.float32(1.0))
+
+  def run() -> Any:
+    for _ in range(CALLS):
+      out = fw.block_until_ready(f(x))
+    return out
+  return run
+
+
 @workload("jit_dict_10", unit="call", units_per_run=CALLS)
 def jit_dict_10(fw: Framework) -> Callable[[], Any]:
   """jit of {k: v + 1.0} on a dict of 10 small arrays: pytree flattening on every call."""
@@ -145,6 +165,23 @@ def eager_ops_unrepeated(fw: Framework) -> Callable[[], Any]:
       x = ops[i](x)
       x = x * 1.0001
     return fw.block_until_ready(x)
+  return run
+
+
+SPLITS = 100
+
+
+@workload("random_split_unpack", unit="split", units_per_run=SPLITS)
+def random_split_unpack(fw: Framework) -> Callable[[], Any]:
+  """Eager `key, sub = random.split(key)`, 100 times in a chain: the usual way a program
+  draws keys (one threefry program and an unpacking of its result per split)."""
+  key0 = fw.random.PRNGKey(0)
+
+  def run() -> Any:
+    key = key0
+    for _ in range(SPLITS):
+      key, _ = fw.random.split(key)
+    return fw.block_until_ready(key)
   return run
 
 
@@ -214,6 +251,20 @@ def mlp_grad_compile(fw: Framework) -> Callable[[], Any]:
     def fresh_loss(*args):  # a new function object each time: no cache can answer
       return loss(*args)
     return fw.block_until_ready(fw.jit(fw.grad(fresh_loss))(params, x, y))
+  return run
+
+
+@workload("mlp_grad_make_jaxpr", unit="trace", repeat=15)
+def mlp_grad_make_jaxpr(fw: Framework) -> Callable[[], Any]:
+  """make_jaxpr(grad(loss)) of the MLP 784-512-512-10 for a fresh function: tracing and
+  differentiation alone, no compilation."""
+  params, x, y, loss = _mlp_setup(fw)
+
+  def run() -> Any:
+    def fresh_loss(*args):  # a new function object each time: no cache can answer
+      return loss(*args)
+    jaxpr = fw.make_jaxpr(fw.grad(fresh_loss))(params, x, y)
+    return np.float32(len(jaxpr.jaxpr.eqns))
   return run
 
 
@@ -438,6 +489,79 @@ def adam_update_1m(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+# ----------------------------------------------------------------------------- several devices
+# Run with XLA_FLAGS=--xla_force_host_platform_device_count=2 (both frameworks read it).
+
+
+def _pmap_of(fw: Framework) -> Callable:
+  pmap = getattr(sys.modules[fw.name], "pmap", None)
+  if pmap is None or len(sys.modules[fw.name].devices()) < 2:
+    raise Unsupported("needs pmap and 2 devices (XLA_FLAGS="
+                      "--xla_force_host_platform_device_count=2)")
+  return pmap
+
+
+@workload("pmap_mlp_step", unit="step", units_per_run=10)
+def pmap_mlp_step(fw: Framework) -> Callable[[], Any]:
+  """Data-parallel SGD step of the MLP 784-512-512-10 with pmap over 2 devices (batch 64
+  each, gradients averaged with pmean), parameters kept replicated on the devices."""
+  pmap = _pmap_of(fw)
+  params, x, y, loss = _mlp_setup(fw)
+
+  def step(params, x, y):
+    grads = fw.lax.pmean(fw.grad(loss)(params, x, y), "batch")
+    return [(w - 0.01 * dw, b - 0.01 * db) for (w, b), (dw, db) in zip(params, grads)]
+  step = pmap(step, axis_name="batch")
+  replicated = [(fw.jnp.stack([w, w]), fw.jnp.stack([b, b])) for w, b in params]
+  xs, ys = x.reshape(2, MLP_BATCH // 2, -1), y.reshape(2, MLP_BATCH // 2, -1)
+
+  def run() -> Any:
+    p = replicated
+    for _ in range(10):
+      p = step(p, xs, ys)
+    return fw.block_until_ready(p)
+  return run
+
+
+@workload("sharded_jit_mlp_step", unit="step", units_per_run=10)
+def sharded_jit_mlp_step(fw: Framework) -> Callable[[], Any]:
+  """The SGD step of pmap_mlp_step as a `jit` with shardings: the batch of 128 split over a
+  2-device mesh, the parameters replicated; XLA's partitioner adds the gradient all-reduce."""
+  import importlib
+  _pmap_of(fw)  # needs 2 devices
+  sharding = importlib.import_module(f"{fw.name}.sharding")
+  params, x, y, loss = _mlp_setup(fw)
+  mesh = sharding.Mesh(np.array(sys.modules[fw.name].devices()[:2]), ("batch",))
+  rows = sharding.NamedSharding(mesh, sharding.PartitionSpec("batch"))
+  replicated = sharding.NamedSharding(mesh, sharding.PartitionSpec())
+  step = fw.jit(_sgd_step(fw, loss), in_shardings=(replicated, rows, rows),
+                out_shardings=replicated)
+  params = fw.device_put(params, replicated)
+  x, y = fw.device_put(x, rows), fw.device_put(y, rows)
+
+  def run() -> Any:
+    p = params
+    for _ in range(10):
+      p = step(p, x, y)
+    return fw.block_until_ready(p)
+  return run
+
+
+@workload("pmap_psum_1mb", unit="call", units_per_run=10)
+def pmap_psum_1mb(fw: Framework) -> Callable[[], Any]:
+  """pmap(psum) of 1 MB per device (float32[262144]) over 2 devices, 10 chained calls."""
+  pmap = _pmap_of(fw)
+  f = pmap(lambda v: fw.lax.psum(v, "i") * 0.5, axis_name="i")
+  x0 = f(np.ones((2, 262144), np.float32))
+
+  def run() -> Any:
+    x = x0
+    for _ in range(10):
+      x = f(x)
+    return fw.block_until_ready(x)
+  return run
+
+
 # ----------------------------------------------------------------------------- runner
 
 
@@ -445,21 +569,24 @@ def load_frameworks(with_jax: bool) -> list[Framework]:
   import jaxon
   import jaxon.lax
   import jaxon.numpy
+  import jaxon.random
   frameworks = [Framework("jaxon", jaxon.jit, jaxon.numpy, jaxon.device_put,
                           jaxon.block_until_ready, jaxon.tree_leaves, jaxon.grad, jaxon.vmap,
-                          jaxon.hessian, jaxon.lax)]
+                          jaxon.hessian, jaxon.lax, jaxon.make_jaxpr, jaxon.random)]
   if with_jax:
     try:
       import jax
       import jax.lax
       import jax.numpy
+      import jax.random
     except ImportError:
       print("(jax is not importable: timing jaxon alone; install the 'bench' extra in a "
             "separate environment to compare)")
     else:
       frameworks.append(Framework("jax", jax.jit, jax.numpy, jax.device_put,
                                   jax.block_until_ready, jax.tree_util.tree_leaves, jax.grad,
-                                  jax.vmap, jax.hessian, jax.lax))
+                                  jax.vmap, jax.hessian, jax.lax, jax.make_jaxpr,
+                                  jax.random))
   return frameworks
 
 
@@ -514,18 +641,34 @@ def _fmt(seconds: float) -> str:
   return f"{seconds * 1e9:7.1f} ns"
 
 
-def report(wl: Workload, times: dict[str, list[float] | str]) -> None:
+def report(wl: Workload, times: dict[str, list[float] | str]) -> dict[str, Any]:
+  """Prints one workload's results; returns them as a JSON-ready record."""
   print(f"\n{wl.name}: {wl.description}")
+  record: dict[str, Any] = {"workload": wl.name, "unit": wl.unit, "frameworks": {}}
   medians = {}
   for name, ts in times.items():
     if isinstance(ts, str):
       print(f"  {name:6} {ts}")
+      record["frameworks"][name] = {"skipped": ts}
       continue
     medians[name] = statistics.median(ts)
+    record["frameworks"][name] = {"median_s": medians[name], "min_s": min(ts), "times_s": ts}
     print(f"  {name:6} {_fmt(medians[name])} per {wl.unit}   (min {_fmt(min(ts)).strip()}, "
           f"{len(ts)} reps)")
   if "jaxon" in medians and "jax" in medians:
-    print(f"  jaxon/jax = {medians['jaxon'] / medians['jax']:.2f}")
+    record["ratio"] = medians["jaxon"] / medians["jax"]
+    print(f"  jaxon/jax = {record['ratio']:.2f}")
+  return record
+
+
+def write_json(path: str, frameworks: list[Framework], records: list[dict[str, Any]]) -> None:
+  """Appends this run as one line of JSON (JSON Lines: the file keeps every run's record)."""
+  run = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+         "versions": {fw.name: sys.modules[fw.name].__version__ for fw in frameworks},
+         "python": sys.version.split()[0], "machine": platform.machine(),
+         "cpus": os.cpu_count(), "workloads": records}
+  with open(path, "a") as f:
+    f.write(json.dumps(run) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -536,11 +679,13 @@ def main(argv: list[str] | None = None) -> int:
   parser.add_argument("--warmup", type=int, default=None,
                       help="untimed repetitions first (default: the workload's own)")
   parser.add_argument("--no-jax", action="store_true", help="time jaxon alone")
+  parser.add_argument("--json", metavar="PATH",
+                      help="append this run's results to PATH as one line of JSON")
   parser.add_argument("--list", action="store_true", help="list the workloads and exit")
   args = parser.parse_args(argv)
   if args.list:
     for wl in WORKLOADS.values():
-      print(f"{wl.name:16} {wl.description}")
+      print(f"{wl.name:24} {wl.description}")
     return 0
   names = [n for item in args.only or [] for n in item.split(",")] or list(WORKLOADS)
   unknown = [n for n in names if n not in WORKLOADS]
@@ -549,10 +694,13 @@ def main(argv: list[str] | None = None) -> int:
   frameworks = load_frameworks(with_jax=not args.no_jax)
   print("frameworks: " + ", ".join(
       f"{fw.name} {sys.modules[fw.name].__version__}" for fw in frameworks))
+  records = []
   for name in names:
     wl = WORKLOADS[name]
-    report(wl, measure(wl, frameworks, args.repeat or wl.repeat,
-                            wl.warmup if args.warmup is None else args.warmup))
+    records.append(report(wl, measure(wl, frameworks, args.repeat or wl.repeat,
+                                      wl.warmup if args.warmup is None else args.warmup)))
+  if args.json:
+    write_json(args.json, frameworks, records)
   return 0
 
 

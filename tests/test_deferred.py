@@ -66,6 +66,13 @@ PROGRAMS = {
 }
 
 
+@pytest.fixture(autouse=True)
+def always_defer(monkeypatch):
+  """These tests pin the deferred path itself: every operation is recorded, as in hot
+  code (`test_deferred_hybrid.py` tests when operations run at once)."""
+  monkeypatch.setattr(deferred, "ALWAYS_DEFER", True)
+
+
 @pytest.fixture
 def fuse_soon(monkeypatch):
   """Batches are compiled on their second run instead of after thousands of operations."""

@@ -57,7 +57,16 @@ def _shared_value():
   return jnp.linspace(-1.0, 1.0, 3) * 3.0
 
 
-def test_concurrent_jit_grad_and_eager_calls_give_single_threaded_bits():
+@pytest.fixture
+def always_defer(monkeypatch, request):
+  """Every eager operation recorded (the deferred path alone), or, with the parameter
+  False, run at once or recorded as the code's repetition decides."""
+  monkeypatch.setattr(deferred, "ALWAYS_DEFER", getattr(request, "param", True))
+  return deferred.ALWAYS_DEFER
+
+
+@pytest.mark.parametrize("always_defer", [True, False], indirect=True)
+def test_concurrent_jit_grad_and_eager_calls_give_single_threaded_bits(always_defer):
   w = jnp.asarray(np.linspace(-0.5, 0.5, 12, dtype=np.float32).reshape(4, 3))
   xs = [jnp.asarray(np.arange(8, dtype=np.float32).reshape(2, 4) / 7 + t) for t in range(8)]
   predict = jaxon.jit(lambda w, x: jnp.tanh(x @ w) * 2.0 + 1.0)
@@ -69,8 +78,8 @@ def test_concurrent_jit_grad_and_eager_calls_give_single_threaded_bits():
             lambda x: _eager(w, x, shared))
   expected = [[np.asarray(call(x)).tobytes() for call in calls(_shared_value())] for x in xs]
   expected_grads = [np.asarray(grad_eager(w, x)).tobytes() for x in xs]
-  shared = _shared_value()  # left pending: the first thread to need it runs our batch
-  assert shared._pending is not None
+  shared = _shared_value()  # if left pending, the first thread to need it runs our batch
+  assert (shared._pending is not None) == always_defer
 
   def work(t):
     each = calls(shared)
@@ -103,6 +112,7 @@ def test_one_threads_failures_do_not_reach_the_others():
   assert failures
 
 
+@pytest.mark.usefixtures("always_defer")
 def test_a_pending_value_is_computed_in_whichever_thread_needs_it():
   handed_over: queue.Queue = queue.Queue()
   used = threading.Event()
@@ -121,6 +131,7 @@ def test_a_pending_value_is_computed_in_whichever_thread_needs_it():
   join()
 
 
+@pytest.mark.usefixtures("always_defer")
 def test_threads_using_each_others_pending_values_do_not_deadlock():
   rounds = 200
   boxes = [queue.Queue(), queue.Queue()]
@@ -137,6 +148,7 @@ def test_threads_using_each_others_pending_values_do_not_deadlock():
   _run_threads(work, 2)
 
 
+@pytest.mark.usefixtures("always_defer")
 def test_deleting_an_array_runs_other_threads_pending_operations_on_it():
   x = jnp.arange(3.0).block_until_ready()
   recorded, deleted = threading.Event(), threading.Event()
@@ -153,6 +165,7 @@ def test_deleting_an_array_runs_other_threads_pending_operations_on_it():
   join()
 
 
+@pytest.mark.usefixtures("always_defer")
 def test_each_thread_records_into_its_own_batch():
   batches = {}
 

@@ -29,7 +29,9 @@ from jaxon._src import caches, core, debug_nans, dtypes, traceback_util, tree_ut
 from jaxon._src import config as config_mod
 from jaxon._src.core import ClosedJaxpr, ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
-from jaxon._src.pjit import pjit_p
+from jaxon._src.mesh import current_mesh
+from jaxon._src.pjit import pjit_p, sharding_params, shardings_inside
+from jaxon._src import sharding_impls
 from jaxon._src.xla import executable
 from jaxon._src.xla.array import Array
 
@@ -137,7 +139,7 @@ class _CacheEntry:
   (compiled on the first eager call; a call under another transformation stages `pjit`)."""
 
   __slots__ = ("jaxpr", "const_args", "in_tree", "out_tree", "executable", "returns_leaf",
-               "donated", "owner", "key")
+               "donated", "owner", "key", "shardings")
 
   def __init__(self, jaxpr: ClosedJaxpr, const_args: list[Any], in_tree: tree_util.PyTreeDef,
                out_tree: tree_util.PyTreeDef, donated: tuple[bool, ...]):
@@ -150,11 +152,15 @@ class _CacheEntry:
     # A function returning one array (the usual case) needs no unflattening.
     self.returns_leaf = out_tree == tree_util.tree_structure(0)
     self.owner: dict | None = None  # the cache holding it, and its key there
+    # jit's (in_shardings, out_shardings), as pytree prefixes; None when neither is given.
+    self.shardings: tuple[Any, Any] | None = None
     self.key: Hashable = None
 
   def compile(self, name: str) -> executable.Executable:
     if self.executable is None:
-      if any(self.donated):
+      if self.shardings is not None or shardings_inside(self.jaxpr.jaxpr):
+        self.executable = _placed_program(self, name)
+      elif any(self.donated):
         self.executable = executable.DonatingExecutable(
             self.jaxpr.jaxpr, self.jaxpr.consts, name, self.donated)
       else:
@@ -210,8 +216,10 @@ def _trace_for_jit(fun: Callable, name: str, in_tree: tree_util.PyTreeDef,
 class JitFunction:
   """A function compiled with XLA on first call for each distinct signature."""
 
-  def __init__(self, fun: Callable, argnums: _Argnums, inline: bool):
+  def __init__(self, fun: Callable, argnums: _Argnums, inline: bool,
+               shardings: tuple[Any, Any] | None = None):
     functools.update_wrapper(self, fun)
+    self._shardings = shardings
     self._fun = fun
     self._name = getattr(fun, "__name__", type(fun).__name__)
     self._static_argnums = argnums.static_nums
@@ -247,7 +255,7 @@ class JitFunction:
       # The usual call, Arrays by position: no flattening, and the avals are the signature
       # (as for any call whose arguments are leaves, NumPy arrays or scalars too).
       leaves, avals = args, tuple(map(_aval_of, args))
-      key: tuple = (avals, _shared_context or _flag_values.trace_context)
+      key: tuple = (avals, _shared_context or _flag_values.trace_context, core.axis_frames())
     else:
       leaves, in_tree = tree_util.registry.flatten(dynamic)
       try:  # Arrays and tracers: `map` runs in C, without a Python call per leaf
@@ -255,8 +263,11 @@ class JitFunction:
       except AttributeError:
         avals = _flat_avals(leaves)
       positional = not statics and in_tree == _positional_leaves_tree(len(leaves))
+      # The bound axes too: a collective's axis size is fixed when it is traced.
       context = _shared_context or _flag_values.trace_context
-      key = (avals, context) if positional else (in_tree, statics, avals, context)
+      frames = core.axis_frames()
+      key = ((avals, context, frames) if positional
+             else (in_tree, statics, avals, context, frames))
     last_key, last_entry = self._last
     if not statics and key == last_key:  # statics may not compare safely
       return leaves, last_entry
@@ -299,8 +310,10 @@ class JitFunction:
       for i in sorted(static_args):
         full.insert(i, static_args[i])
       return self._fun(*full, **dyn_kwargs, **static_kwargs)
-    return _trace_for_jit(fun_of_dynamic, self._name, in_tree, avals,
-                          self._donated_leaves(args, kwargs))
+    entry = _trace_for_jit(fun_of_dynamic, self._name, in_tree, avals,
+                           self._donated_leaves(args, kwargs))
+    entry.shardings = self._shardings
+    return entry
 
   def _donated_leaves(self, args: tuple, kwargs: dict) -> tuple[bool, ...]:
     """Whether each flat dynamic input is donated (`()` when none is)."""
@@ -330,7 +343,8 @@ class JitFunction:
         outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *entry.const_args,
                                *leaves)
       else:
-        outs = pjit_p.bind(*entry.const_args, *leaves, jaxpr=entry.jaxpr, name=self._name)
+        outs = pjit_p.bind(*entry.const_args, *leaves, jaxpr=entry.jaxpr, name=self._name,
+                           **_pjit_shardings(entry))
       return outs[0] if entry.returns_leaf else entry.out_tree.unflatten(outs)
     except Exception as e:
       traceback_util.filter_at_boundary(e)
@@ -360,7 +374,8 @@ class JitFunction:
     return self if obj is None else functools.partial(self, obj)
 
   def __repr__(self) -> str:
-    return f"<jitted function {self._name}>"
+    # JAX's form, which libraries (chex) read to tell a jitted function from a plain one.
+    return f"<PjitFunction of {self._fun!r}>"
 
 
 def _unhashable_static_error(statics: tuple) -> ValueError:
@@ -484,16 +499,19 @@ def _explain_miss(fun: JitFunction, key: tuple, args: tuple, statics: tuple) -> 
 
 
 def _full_key(key: tuple) -> tuple:
-  """(in_tree, statics, avals, trace context) of a cache key of either form."""
-  if len(key) == 2:
+  """(in_tree, statics, avals, trace context, axis frames) of a cache key of either form."""
+  if len(key) == 3:
     return (_positional_leaves_tree(len(key[0])), (), *key)
   return key
 
 
 def _diff_keys(new: tuple, old: tuple, namer: _ArgNamer) -> tuple[int, int, str]:
   """(severity, number of differences, explanation): the closest key has the least."""
-  new_tree, new_statics, new_avals, new_context = new
-  old_tree, old_statics, old_avals, old_context = old
+  new_tree, new_statics, new_avals, new_context, new_frames = new
+  old_tree, old_statics, old_avals, old_context, old_frames = old
+  if new_frames != old_frames:
+    return 0, 1, (f"Tracing context doesn't match: the bound axes (name, size) are now "
+                  f"{new_frames} and before {old_frames}")
   if new_context != old_context:
     lines = [f"  * {name} differs: now {a} and before {b}" for name, a, b in
              zip(config_mod.trace_context_names(), new_context, old_context) if a != b]
@@ -727,8 +745,10 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
     keep_unused: jaxon never prunes unused arguments, so this changes nothing.
     inline: under another transformation, stage the function's equations in place of
       a `pjit` equation.
-    in_shardings, out_shardings, device, backend: jaxon runs on one CPU device; only the
-      values that mean it are accepted.
+    in_shardings, out_shardings: how the flat arguments and results are laid out over
+      devices: pytree prefixes of them whose leaves are Shardings, PartitionSpecs (over
+      the mesh of `with mesh:`) or None (the argument's own placement; XLA's choice).
+    device, backend: jaxon runs on the CPU; only the values that mean it are accepted.
 
   Example:
     >>> f = jit(lambda x: x * 2.0 + 1.0)
@@ -744,9 +764,11 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
         compiler_options=compiler_options)
   if not callable(fun):
     raise TypeError(f"jit expected a callable, got {fun!r}")
+  shardings = None
   if in_shardings is not None or out_shardings is not None:
-    raise NotImplementedError("jit: jaxon runs on one CPU device and takes no "
-                              "in_shardings/out_shardings; leave them unset.")
+    _check_shardings(in_shardings, "in_shardings")
+    _check_shardings(out_shardings, "out_shardings")
+    shardings = (in_shardings, out_shardings)
   if backend not in (None, "cpu") or (device is not None and
                                       getattr(device, "platform", None) != "cpu"):
     raise ValueError(f"jit: jaxon runs on the CPU; got backend={backend!r}, "
@@ -754,4 +776,88 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
   if compiler_options:
     raise NotImplementedError("jit: jaxon does not take XLA compiler_options.")
   argnums = _Argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
-  return JitFunction(fun, argnums, inline)
+  return JitFunction(fun, argnums, inline, shardings)
+
+
+# ----------------------------------------------------------------------------- shardings
+
+
+def _is_sharding_leaf(x: Any) -> bool:
+  return x is None or isinstance(x, (sharding_impls.Sharding, sharding_impls.PartitionSpec))
+
+
+def _check_shardings(shardings: Any, what: str) -> None:
+  for leaf in tree_util.tree_leaves(shardings, is_leaf=_is_sharding_leaf):
+    if not _is_sharding_leaf(leaf):
+      raise TypeError(f"{what} leaf specifications are expected to be PartitionSpec "
+                      f"instances or None, but got {leaf}")
+
+
+def _resolve_sharding(sharding: Any, what: str) -> Any:
+  """A jit sharding leaf as a Sharding: a PartitionSpec is over the mesh of `with mesh:`."""
+  if not isinstance(sharding, sharding_impls.PartitionSpec):
+    return sharding
+  mesh = current_mesh()
+  if mesh is None:
+    raise RuntimeError(f"jit requires a non-empty mesh in context if you are passing "
+                       f"`PartitionSpec`s to {what}. You can define a context mesh via "
+                       f"`with mesh:`. Alternatively, provide `Sharding`s to {what} and "
+                       "then the mesh context manager is not required.")
+  return sharding_impls.NamedSharding(mesh, sharding)
+
+
+def _flat_shardings(prefix: Any, tree: Any, n: int, what: str) -> list[Any]:
+  """One sharding (or None) per leaf of `tree` (whose leaves are 0..n-1), from a pytree
+  prefix of it."""
+  flat: list[Any] = [None] * n
+  if _is_sharding_leaf(prefix):
+    return [_resolve_sharding(prefix, what)] * n
+
+  def assign(sharding: Any, sub: Any) -> None:
+    for i in tree_util.tree_leaves(sub):
+      flat[i] = _resolve_sharding(sharding, what)
+  try:
+    tree_util.tree_map(assign, prefix, tree, is_leaf=_is_sharding_leaf)
+  except ValueError as e:
+    raise ValueError(f"jit: {what} must be a pytree prefix of the arguments/results: {e}"
+                     ) from None
+  return flat
+
+
+def _entry_shardings(entry: _CacheEntry) -> tuple[list[Any], list[Any]]:
+  """(in, out) shardings of a traced jit, one per flat argument and result (None where
+  none was given)."""
+  in_shardings, out_shardings = entry.shardings or (None, None)
+  n_in, n_out = entry.in_tree.num_leaves, entry.out_tree.num_leaves
+  args, _ = entry.in_tree.unflatten(range(n_in))
+  return (_flat_shardings(in_shardings, args, n_in, "in_shardings"),
+          _flat_shardings(out_shardings, entry.out_tree.unflatten(range(n_out)), n_out,
+                          "out_shardings"))
+
+
+def _pjit_shardings(entry: _CacheEntry) -> dict[str, tuple[Any, ...]]:
+  """The sharding params of the `pjit` equation a sharded jit stages (none when unsharded);
+  leading arguments that were tracer constants have no sharding."""
+  if entry.shardings is None:
+    return {}
+  flat_in, flat_out = _entry_shardings(entry)
+  unspecified = lambda flat: [sharding_impls.UNSPECIFIED if s is None else s  # noqa: E731
+                              for s in flat]
+  return sharding_params(unspecified([None] * len(entry.const_args) + flat_in),
+                         unspecified(flat_out))
+
+
+def _placed_program(entry: _CacheEntry, name: str) -> sharding_impls.PlacedProgram:
+  """The program of a jit given shardings (or holding sharding constraints): it runs on
+  their devices, split by XLA as they say."""
+  flat_in, flat_out = _entry_shardings(entry)
+  jaxpr, donated = entry.jaxpr, entry.donated
+
+  @functools.cache
+  def on_default_device() -> executable.Executable:
+    if any(donated):
+      return executable.DonatingExecutable(jaxpr.jaxpr, jaxpr.consts, name, donated)
+    return executable.executable_for(jaxpr, name)
+  return sharding_impls.PlacedProgram(
+      jaxpr.jaxpr, jaxpr.consts, name, flat_in, flat_out, shardings_inside(jaxpr.jaxpr),
+      default=on_default_device, donated_invars=donated)

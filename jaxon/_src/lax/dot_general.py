@@ -242,6 +242,8 @@ def operand_result_dtype(name: str, lhs: ShapedArray, rhs: ShapedArray) -> np.dt
   """The dtype XLA computes a product of `lhs` and `rhs` in: the more precise one (a float
   beats an integer, more exponent and mantissa bits beat fewer, wider beats narrower, signed
   beats unsigned). Two distinct types that tie are an error."""
+  if lhs.dtype == rhs.dtype:  # the usual product: nothing to rank
+    return lhs.dtype
   lhs_rank, rhs_rank = _precision_rank(lhs.dtype), _precision_rank(rhs.dtype)
   if lhs_rank == rhs_rank and lhs.dtype != rhs.dtype:
     raise TypeError(f"lax.{name} cannot combine operands {lhs.str_short()} and "

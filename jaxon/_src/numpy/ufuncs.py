@@ -34,6 +34,10 @@ def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
   broadcasts rank-0 operands and size-1 dimensions itself."""
   if len(args) < 2:
     return list(args)
+  if len(args) == 2 and type(args[0]) is Array and type(args[1]) is Array:
+    s0, s1 = args[0].aval.shape, args[1].aval.shape
+    if s0 == s1 or not s0 or not s1:  # the usual eager case: nothing to do
+      return list(args)
   shapes = []
   for x in args:  # a plain loop: on every op, where a comprehension would be one more call
     shapes.append(x.aval.shape if type(x) is Array else np.shape(x))

@@ -18,6 +18,10 @@ from jaxon._src.xla.array import Array, scalar_constant
 
 _ARRAY_TYPES = (Array, core.Tracer)
 _PYTHON_SCALARS = (bool, int, float, complex)
+# A Python float or int (not bool: True * x is x's dtype only for numbers) next to an
+# Array of one of these takes the Array's dtype and weak type, as JAX's lattice says.
+_SMALL_SCALARS = frozenset({int, float})
+_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 
 
 def check_arraylike(fun_name: str, *args: Any) -> None:
@@ -66,10 +70,18 @@ def promote_dtypes(*args: Any) -> list[Any]:
 
 
 def promote_args(fun_name: str, *args: Any) -> list[Any]:
-  if len(args) == 2 and type(args[0]) is Array and type(args[1]) is Array:
-    x, y = args[0].aval, args[1].aval
-    if x.dtype == y.dtype and x.weak_type == y.weak_type:
-      return list(args)  # eager `x * y` of one type: nothing to check or convert
+  if len(args) == 2:
+    x, y = args
+    if type(x) is Array:
+      if type(y) is Array:
+        if x.aval.dtype == y.aval.dtype and x.aval.weak_type == y.aval.weak_type:
+          return [x, y]  # eager `x * y` of one type: nothing to check or convert
+      elif type(y) in _SMALL_SCALARS and x.aval.dtype in _FLOATS and -2**31 <= y < 2**31:
+        if core.is_eval_trace_current():  # eager `x * 2.0`: the scalar takes x's type
+          return [x, scalar_constant(y, x.aval.dtype, x.aval.weak_type)]
+    elif type(y) is Array and type(x) in _SMALL_SCALARS and y.aval.dtype in _FLOATS and (
+        -2**31 <= x < 2**31 and core.is_eval_trace_current()):
+      return [scalar_constant(x, y.aval.dtype, y.aval.weak_type), y]
   check_arraylike(fun_name, *args)
   if len(args) < 2:
     return list(args)

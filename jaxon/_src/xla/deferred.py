@@ -1,19 +1,26 @@
-"""Deferred eager dispatch: eager primitives are recorded, and run together when a value is
-needed.
+"""Eager dispatch: operations run at once while the code is new, and are deferred and run
+as one compiled program where the code repeats.
 
 A compiled-executable call costs about as much as JAX's whole eager op, so an eager path
-that makes one call per primitive cannot be faster than JAX. Instead, `apply_primitive`
-checks the operation (abstract evaluation, so bad shapes and dtypes still fail at the line
-that wrote them) and returns *pending* Arrays: the operation joins the calling thread's
-batch. The batch runs when any of its pending values is needed (printing, `np.asarray`, a
-`jit` call, …), in whichever thread needs it, or when it grows to `MAX_BATCH` operations.
+that makes one call per primitive cannot be much faster than JAX; and one that defers
+every operation, to run it later, pays for the recording too where nothing repeats. So
+`apply_primitive` checks each operation (abstract evaluation: bad shapes and dtypes fail
+at the line that wrote them) and then either runs it at once through its cached
+one-primitive executable, as JAX does, or records it in the calling thread's batch and
+returns *pending* Arrays.
 
-A batch is identified by its structure: the operations, how they connect, and which of
-their results are still alive. Eager code repeats itself (a training step, a loop body),
-so a batch that has repeated enough (`FUSE_WORK`) is compiled into one program and later
-runs as a single executable call. Until then batches run operation by operation through
-the cached one-primitive executables, as plain eager dispatch would: code that never
-repeats pays no extra compilation.
+Which one is decided by the structure of the code: a *window* is the run of a thread's
+operations between two sync points (a value read to the host, `block_until_ready`, or
+`MAX_BATCH` operations). Each window's sequence of operation signatures is hashed as it
+grows; once a sequence has run `FUSE_WORK` operations at once, its prefixes are *hot*,
+and a window that starts on a hot prefix is recorded instead. Its batch runs when a
+pending value is needed (printing, `np.asarray`, a `jit` call, …), in whichever thread
+needs it, at the next sync point, or when it grows to `MAX_BATCH` operations; when the
+code leaves the hot sequence, what was recorded runs and the rest of the window runs at
+once. A recorded batch is identified by its exact structure (operations, how they
+connect, which results are still alive): the second time a hot sequence's batch comes
+with the same structure, it is compiled into one program and runs as a single executable
+call from then on. A sequence whose recorded structure keeps changing goes cold again.
 
 Batching must not change a single bit of any result. Batch programs, like one-primitive
 programs, are compiled without XLA's algebraic rewrites. And XLA's CPU backend fuses an
@@ -24,9 +31,10 @@ each result that may come from a multiply passes through a fence (`_fence_p`) be
 another operation reads it: the fused loops then compute what each operation computes
 alone, and a repeated computation keeps its bits once its batch is compiled.
 
-Failures stay with the values they concern: an operation that fails when its batch runs
-(out of memory, a deleted operand) marks its own results and those computed from them, and
-using one of those raises the error; the other results of the batch get their values.
+Failures stay with the values they concern: an operation run at once raises there (as in
+JAX); one that fails when its batch runs (out of memory, a deleted operand) marks its own
+results and those computed from them, and using one of those raises the error; the other
+results of the batch get their values.
 """
 from __future__ import annotations
 
@@ -43,23 +51,28 @@ from jaxlib import _jax
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import caches, core, traceback_util
+from jaxon._src import caches, core, dtypes, traceback_util
 from jaxon._src.config import config
 from jaxon._src.core import Jaxpr, JaxprEqn, Var
 from jaxon._src.interpreters import mlir
 from jaxon._src.xla import array as array_mod
-from jaxon._src.xla import executable
+from jaxon._src.xla import client, executable
 from jaxon._src.xla.array import Array
 
 MAX_BATCH = 256
-# A batch is compiled once it has run this many operations op by op: compiling costs
-# about as much as a few thousand eager operations, so only code that repeats pays it.
+# A sequence of operations is hot once it has run this many operations at once (and a
+# batch recorded outside hot code is compiled once it has run as many op by op):
+# compiling costs about as much as a few thousand eager operations, so only code that
+# repeats pays it.
 FUSE_WORK = 2048
+# Record every operation, hot or not (the deferred path alone, as tests of it want it).
+ALWAYS_DEFER = False
 # Cache bounds. Signatures as JAX's primitive cache (each holds a one-primitive
 # executable); compiled batches are larger programs, and few repeat in a steady state.
 _MAX_SIGNATURES = 4096
 _MAX_FUSED = 256
 _MAX_TRACKED = 4096
+_MAX_HOT_PREFIXES = 65536
 
 
 class _Signature:
@@ -97,13 +110,19 @@ _signature_ids = itertools.count()
 
 
 class _Batch:
-  """The operations one thread recorded since its last run. `lock` is held while an
-  operation is recorded and while the batch runs, so that another thread needing one of its
-  values runs it whole, once. After the run, `failures` maps the position of each operation
-  that failed, or was computed from one that did, to (error, name of the failed operation)."""
+  """One thread's current window: the operations it recorded since its last run (none
+  while it runs them at once). `lock` is held while an operation is recorded and while
+  the batch runs, so that another thread needing one of its values runs it whole, once.
+  After the run, `failures` maps the position of each operation that failed, or was
+  computed from one that did, to (error, name of the failed operation).
+
+  `prefixes` are the hashes of the window's sequence of signatures, one per operation
+  (`prefix` the last); `recording` is None until the window's first operation decides
+  whether it is recorded (its prefix is hot) or run at once, and False again once the
+  code left the hot sequence."""
 
   __slots__ = ("nodes", "keys", "leaves", "leaf_index", "lock", "open", "failures",
-               "stopped_by", "__weakref__")
+               "stopped_by", "prefix", "prefixes", "recording", "__weakref__")
 
   def __init__(self) -> None:
     self.nodes: list[tuple] = []
@@ -114,6 +133,9 @@ class _Batch:
     self.open = True
     self.failures: dict[int, tuple[BaseException, str]] = {}
     self.stopped_by = ""  # the error that ended the run early, if one did
+    self.prefix = 0
+    self.prefixes: list[int] = []
+    self.recording: bool | None = None
 
 
 class _ThreadBatch(threading.local):
@@ -128,12 +150,21 @@ class _ForeignOperand(Exception):
   """An operand is pending in another thread's batch (or in one that failed)."""
 
 
+class _PlacedOperand(Exception):
+  """An operand lives elsewhere than uncommitted on the default device: the operation
+  runs now, where its operands are (see `sharding_impls.PlacedProgram`)."""
+
+
 _aval_of = operator.attrgetter("aval")
+_buffer_of = operator.attrgetter("_buf")
 _signatures: dict[tuple, _Signature] = {}
 _last_signature: dict[core.Primitive, _Signature] = {}
 _cache_lock = threading.Lock()  # guards changes to the caches
 _work_done: dict[int, int] = {}  # hash of a batch key -> operations it has run op by op
 _fused: dict[tuple, executable.Executable] = {}  # batch key -> compiled batch, LRU order
+_sequence_work: dict[int, int] = {}  # sequence hash -> operations it has run at once
+_hot: set[int] = set()  # prefixes of the sequences that have run FUSE_WORK operations
+_misses: dict[int, int] = {}  # hot sequence -> its recorded batches of a structure not seen
 _open_batches: weakref.WeakSet = weakref.WeakSet()  # every thread's unrun batch
 _open_batches_lock = threading.Lock()
 
@@ -150,9 +181,10 @@ _thread = _ThreadBatch()
 
 @traceback_util.inline_api_boundary
 def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
-  """The impl of every XLA primitive: records it in the calling thread's batch (or, if it
-  has effects, runs it now). An API boundary where JAX has one, in its dispatch: an error
-  of an eager `lax` operation's shape rule leaves without jaxon's frames below here."""
+  """The impl of every XLA primitive: runs it at once, or records it in the calling
+  thread's batch where the code is hot (see the module's docstring); one with effects runs
+  now. An API boundary where JAX has one, in its dispatch: an error of an eager `lax`
+  operation's shape rule leaves without jaxon's frames below here."""
   try:
     avals = tuple(map(_aval_of, args))  # Arrays, the usual operands; no Python loop
   except AttributeError:
@@ -166,8 +198,47 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
       traceback_util.filter_at_boundary(e)
       raise
   if sig.effectful:
-    outs = sig.executable()(args)
-    return outs if prim.multiple_results else outs[0]
+    return _run_now(sig, args)
+  if ALWAYS_DEFER:
+    return _record_in_thread_batch(sig, args, None)
+  batch = _thread.batch
+  if not batch.open:  # another thread ran our batch for a value it needed
+    batch = _thread.batch = _new_batch()
+  step = hash((batch.prefix, sig.id))
+  if batch.recording is None:  # the window's first operation
+    batch.recording = step in _hot
+  elif batch.recording and step not in _hot:
+    batch = _leave_hot_sequence(batch)
+    step = hash((0, sig.id))
+  if batch.recording:
+    return _record_in_thread_batch(sig, args, step)
+  outs = _run_now(sig, args)
+  batch.prefix = step
+  batch.prefixes.append(step)
+  if len(batch.prefixes) >= MAX_BATCH:
+    _end_window(batch)
+  return outs
+
+
+def _run_now(sig: _Signature, args: Sequence[Array]) -> Any:
+  """Runs the operation at once. The common case (Arrays on the default device, one
+  result) calls the executable directly: this is most of an eager operation's cost."""
+  exe = sig.executable()
+  if not sig.prim.multiple_results and not sig.effectful and not exe._float0_outputs:
+    try:
+      buf, = exe.loaded.execute_sharded(list(map(_buffer_of, args))).consume_with_handlers(
+          exe._handlers)
+    except _jax.JaxRuntimeError:
+      pass  # the general call below says what went wrong, or runs it where its operands are
+    else:
+      return Array(sig.out_avals[0], buf)
+  outs = exe(args)
+  return outs if sig.prim.multiple_results else outs[0]
+
+
+def _record_in_thread_batch(sig: _Signature, args: Sequence[Array], step: int | None) -> Any:
+  """Records the operation in the calling thread's batch (a new one if another thread ran
+  it meanwhile); `step` is the window's prefix with this operation."""
   while True:
     batch = _thread.batch
     with batch.lock:
@@ -176,10 +247,15 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
           outs = _record(batch, sig, args)
         except _ForeignOperand:
           pass
+        except _PlacedOperand:
+          return _run_now(sig, args)
         else:
+          if step is not None:
+            batch.prefix = step
+            batch.prefixes.append(step)
           if len(batch.nodes) >= MAX_BATCH:
             _run_batch(batch)
-          return outs if prim.multiple_results else outs[0]
+          return outs if sig.prim.multiple_results else outs[0]
     if batch.open:  # outside our lock: two threads may each wait for the other's batch
       for x in args:
         pending = x._pending
@@ -187,6 +263,52 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
           materialize(x)
     else:  # another thread ran our batch for a value it needed
       _thread.batch = _new_batch()
+
+
+def _leave_hot_sequence(batch: _Batch) -> _Batch:
+  """The code took another turn than the hot sequence it was recorded as: what was
+  recorded runs now, and the rest of the window runs at once, as a window of its own."""
+  with batch.lock:
+    if batch.open:
+      batch.recording = False  # compiled only as a batch recorded outside hot code is
+      _run_batch(batch)
+  batch = _thread.batch = _new_batch()
+  batch.recording = False
+  return batch
+
+
+def _end_window(batch: _Batch) -> None:
+  """Ends a window whose operations ran at once: counts them for its sequence, which
+  turns hot (all its prefixes) once it has run `FUSE_WORK` operations. A one-operation
+  sequence never does: there is nothing to compile together."""
+  sequence, prefixes = batch.prefix, batch.prefixes
+  batch.prefix, batch.prefixes, batch.recording = 0, [], None
+  if len(prefixes) < 2:
+    return
+  with _cache_lock:
+    work = _sequence_work.pop(sequence, 0) + len(prefixes)
+    if work < FUSE_WORK:
+      _sequence_work[sequence] = work  # reinserted: most recent last
+      if len(_sequence_work) > _MAX_TRACKED:
+        del _sequence_work[next(iter(_sequence_work))]
+      return
+    if len(_hot) + len(prefixes) > _MAX_HOT_PREFIXES:
+      _hot.clear()
+    _hot.update(prefixes)
+
+
+def sync_point() -> None:
+  """A value is read to the host or waited for: the calling thread's window ends here
+  (its recorded operations run)."""
+  if ALWAYS_DEFER:
+    return
+  batch = _thread.batch
+  if batch.nodes:
+    with batch.lock:
+      if batch.open:
+        _run_batch(batch)
+  elif batch.prefixes:
+    _end_window(batch)
 
 
 def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:
@@ -221,6 +343,8 @@ def _record(batch: _Batch, sig: _Signature, args: Sequence[Array]) -> list[Array
       leaf = leaf_index.get(id(x))
       if leaf is None:
         x._check_if_deleted()  # fail at the operation that uses it, not later
+        if x._buf._sharding is not client.default_sharding():
+          raise _PlacedOperand
         leaf = leaf_index[id(x)] = len(batch.leaves)
         batch.leaves.append(x)
       refs.append(leaf)
@@ -311,6 +435,9 @@ def _run(batch: _Batch) -> None:
       _fused[key] = exe  # most recently used last
   if exe is None and len(batch.nodes) > 1:
     exe = _fuse_if_repeated(key, batch, live)
+  elif exe is None and batch.recording:
+    with _cache_lock:
+      _missed(batch)
   if exe is not None:
     try:
       bufs = exe.run([x._buf for x in batch.leaves] + [_negative_zero()._buf])
@@ -327,13 +454,18 @@ def _run(batch: _Batch) -> None:
 
 
 def _fuse_if_repeated(key: tuple, batch: _Batch, live: list) -> executable.Executable | None:
+  """The compiled batch, if compiling it pays: a batch of hot code the second time its
+  structure comes (its sequence has run `FUSE_WORK` operations already), another once its
+  structure has run `FUSE_WORK` operations op by op."""
   key_hash = hash(key)  # a collision only fuses a batch sooner
   with _cache_lock:
     done = _work_done.pop(key_hash, 0)
-    if done < FUSE_WORK:
+    if done < (1 if batch.recording else FUSE_WORK):
       _work_done[key_hash] = done + len(batch.nodes)  # reinserted: most recent last
       if len(_work_done) > _MAX_TRACKED:
         del _work_done[next(iter(_work_done))]
+      if batch.recording:
+        _missed(batch)
       return None
   exe = executable.Executable(_batch_jaxpr(batch, live), [], "eager", eager=True)
   with _cache_lock:
@@ -341,6 +473,21 @@ def _fuse_if_repeated(key: tuple, batch: _Batch, live: list) -> executable.Execu
     if len(_fused) > _MAX_FUSED:
       del _fused[next(iter(_fused))]
   return exe
+
+
+def _missed(batch: _Batch) -> None:
+  """A batch of hot code came with a structure not seen before (or too short to compile):
+  the second time this happens to its sequence, the sequence goes cold, and runs at once
+  until it has earned `FUSE_WORK` operations again. The caller holds `_cache_lock`."""
+  sequence = batch.prefix
+  misses = _misses.pop(sequence, 0) + 1
+  if misses < 2:
+    _misses[sequence] = misses
+    if len(_misses) > _MAX_TRACKED:
+      del _misses[next(iter(_misses))]
+    return
+  _hot.difference_update(batch.prefixes)
+  _sequence_work.pop(sequence, None)
 
 
 # The fence between operations of a compiled batch: x + z, with z = -0.0 an argument of the
@@ -377,10 +524,15 @@ _MULTIPLY_FREE = frozenset({
 
 
 def _needs_fence(sig: _Signature, aval: core.ShapedArray) -> bool:
-  if np.dtype(aval.dtype).kind not in "fc":
+  if _kind(aval) not in "fc":
     return False
-  complex_in = any(np.dtype(a.dtype).kind == "c" for a in sig.in_avals)  # |z| multiplies
+  complex_in = any(_kind(a) == "c" for a in sig.in_avals)  # |z| multiplies
   return complex_in or sig.prim.name not in _MULTIPLY_FREE
+
+
+def _kind(aval: core.ShapedArray) -> str:
+  """NumPy's kind letter of the dtype; "K" for keys (integers underneath: no fence)."""
+  return "K" if dtypes.is_extended(aval.dtype) else np.dtype(aval.dtype).kind
 
 
 @functools.cache
@@ -475,6 +627,9 @@ def clear_caches() -> None:
     _last_signature.clear()
     _work_done.clear()
     _fused.clear()
+    _sequence_work.clear()
+    _hot.clear()
+    _misses.clear()
 
 
 def _clear_caches_on_update(name: str, value: Any) -> None:
@@ -485,4 +640,4 @@ def _clear_caches_on_update(name: str, value: Any) -> None:
 
 config.on_update(_clear_caches_on_update)
 caches.register(clear_caches)
-array_mod.set_materializer(materialize, flush)
+array_mod.set_materializer(materialize, flush, sync_point)

@@ -17,12 +17,12 @@ import numpy as np
 from jaxlib import _jax, xla_client
 from jaxlib.mlir import ir
 
-from jaxon._src import caches, core, dtypes
+from jaxon._src import caches, compiler, core, dtypes
 from jaxon._src import config as config_mod
 from jaxon._src.core import Jaxpr, JaxprEqn, ShapedArray, Var
 from jaxon._src.interpreters import mlir
 from jaxon._src.xla import array as array_mod
-from jaxon._src.xla import client
+from jaxon._src.xla import client, compilation_cache
 from jaxon._src.xla.array import Array, device_put_numpy, intern_aval, scalar_constant
 
 
@@ -30,7 +30,7 @@ class Executable:
   """A compiled program and what it takes to call it: argument avals, output handlers."""
 
   __slots__ = ("name", "loaded", "in_avals", "out_avals", "_handlers", "_const_bufs",
-               "_float0_outputs", "_host_callbacks")
+               "_float0_outputs", "_host_callbacks", "source", "placed")
 
   def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, eager: bool = False,
                donated_invars: Sequence[bool] = ()):
@@ -45,8 +45,9 @@ class Executable:
       self.loaded = _load_with_callbacks(module, self._host_callbacks,
                                          _compile_options(eager), core.jaxpr_has_effects(jaxpr))
     else:
-      self.loaded = client.backend().compile_and_load(
-          mlir_module_bytes(module), client.device_list(), _compile_options(eager))
+      self.loaded = compilation_cache.compile_and_load(
+          client.backend(), mlir_module_bytes(module), client.device_list(),
+          _compile_options(eager), name)
     log_event(logger, f"Finished XLA compilation of jit({name})", start)
     self.in_avals = [v.aval for v in jaxpr.invars]
     self.out_avals = [intern_aval(v.aval) for v in jaxpr.outvars]
@@ -56,6 +57,10 @@ class Executable:
                       for a in self.out_avals]
     self._float0_outputs = [i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0]
     self._const_bufs = [to_buffer(c, v.aval) for c, v in zip(consts, jaxpr.constvars)]
+    # For arguments placed on other devices: the program again, compiled for them (see
+    # `call_placed`), by their shardings.
+    self.source = (jaxpr, consts)
+    self.placed: dict[tuple, Any] = {}
 
   def __call__(self, args: Sequence[Any]) -> list[Array]:
     """Runs the program on `args` (Arrays, or NumPy values and Python scalars of the
@@ -70,7 +75,10 @@ class Executable:
       ).consume_with_handlers(self._handlers)
     except _jax.JaxRuntimeError:
       _raise_if_deleted(args)
-      raise
+      placed = call_placed(self, args)
+      if placed is None:
+        raise
+      return placed
     outs = list(map(Array, self.out_avals, results))
     for i in self._float0_outputs:  # as in JAX, float0 values are host zeros, not Arrays
       outs[i] = np.zeros(self.out_avals[i].shape, dtypes.float0)
@@ -88,15 +96,26 @@ class Executable:
       raise
 
 
+def _no_placed_arguments(exe: Executable, args: Sequence[Any]) -> list[Array] | None:
+  return None
+
+
+# `call_placed(exe, args)` runs `exe`'s program on arguments some of which live on other
+# devices than the default one (jaxlib refuses them: the program was compiled for it), or
+# returns None when none does. Installed by the sharding layer, which knows where to run.
+call_placed: Any = _no_placed_arguments
+
+
 class DonatingExecutable(Executable):
   """An executable some of whose inputs are donated: XLA writes outputs into their
   buffers, and the Arrays passed there are deleted by the call (as in JAX)."""
 
-  __slots__ = ("_donated",)
+  __slots__ = ("_donated", "donated_invars")
 
   def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str,
                donated_invars: Sequence[bool]):
     super().__init__(jaxpr, consts, name, donated_invars=donated_invars)
+    self.donated_invars = tuple(donated_invars)  # for the program again on placed arguments
     aliases = donation_aliases([v.aval for v in jaxpr.invars],
                                [v.aval for v in jaxpr.outvars], donated_invars)
     self._donated = sorted(aliases)
@@ -130,27 +149,24 @@ def log_event(log: logging.Logger, what: str, start: float) -> None:
 
 
 def lower_jaxpr(jaxpr: Jaxpr, name: str, donated_invars: Sequence[bool] = (),
-                host_callbacks: list[Any] | None = None) -> ir.Module:
+                host_callbacks: list[Any] | None = None, **shardings: Any) -> ir.Module:
   """The StableHLO module of `jaxpr` (constvars first, then invars). Each donated input
   that an output of the same shape and dtype can take is marked `tf.aliasing_output`, as
-  JAX marks it; the others are reported in JAX's warning and left alone."""
+  JAX marks it; the others are reported in JAX's warning and left alone. `shardings`: the
+  Shardy annotations of an SPMD program (see `mlir.lower_jaxpr_to_module`)."""
   in_avals = [v.aval for v in jaxpr.invars]
   level = logging.WARNING if config_mod.values.jax_log_compiles else logging.DEBUG
   if logger.isEnabledFor(level):
     logger.log(level, f"Compiling jit({name}) with global shapes and types "
                       f"{tuple(in_avals)}.")
   start = time.perf_counter()
-  module = mlir.lower_jaxpr_to_module(jaxpr, name, host_callbacks)
+  module = mlir.lower_jaxpr_to_module(jaxpr, name, host_callbacks, **shardings)
   if any(donated_invars):
     out_avals = [v.aval for v in jaxpr.outvars]
     aliases = donation_aliases(in_avals, out_avals, donated_invars)
     _mark_aliases(module, len(jaxpr.constvars), aliases)
-    unused = [a.str_short(short_dtypes=False) for i, (a, d) in
-              enumerate(zip(in_avals, donated_invars)) if d and i not in aliases]
-    if unused:
-      warnings.warn(f"Some donated buffers were not usable: {', '.join(unused)}.\nSee an "
-                    "explanation at https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
-                    stacklevel=_user_stacklevel())
+    warn_unusable_donations([a for i, (a, d) in enumerate(zip(in_avals, donated_invars))
+                             if d and i not in aliases])
   log_event(logger, f"Finished jaxpr to MLIR module conversion jit({name})", start)
   return module
 
@@ -171,16 +187,35 @@ def donation_aliases(in_avals: Sequence[ShapedArray], out_avals: Sequence[Shaped
   return aliases
 
 
-def _mark_aliases(module: ir.Module, n_consts: int, aliases: dict[int, int]) -> None:
+def warn_unusable_donations(avals: Sequence[ShapedArray]) -> None:
+  """JAX's warning for donated inputs no output can take."""
+  if avals:
+    unused = ", ".join(a.str_short(short_dtypes=False) for a in avals)
+    warnings.warn(f"Some donated buffers were not usable: {unused}.\nSee an explanation at "
+                  "https://docs.jax.dev/en/latest/faq.html#buffer-donation.",
+                  stacklevel=_user_stacklevel())
+
+
+def _mark_aliases(module: ir.Module, n_consts: int, aliases: dict[int, int],
+                  donors: Sequence[int] = ()) -> None:
   """Sets `tf.aliasing_output` on `main`'s arguments of the aliased inputs (which come
-  after the `n_consts` constants)."""
+  after the `n_consts` constants), and `jax.buffer_donor` on those of `donors` (XLA pairs
+  them with outputs itself), keeping the arguments' other attributes."""
   with module.context:
     main = next(op for op in module.body.operations
                 if ir.StringAttr(op.attributes["sym_name"]).value == "main")
     i32 = ir.IntegerType.get_signless(32)
-    attrs = [ir.DictAttr.get({"tf.aliasing_output": ir.IntegerAttr.get(i32, aliases[i])}
-                             if i in aliases else {})
-             for i in range(-n_consts, len(main.arguments) - n_consts)]
+    n = len(main.arguments)
+    old = (list(main.attributes["arg_attrs"]) if "arg_attrs" in main.attributes
+           else [ir.DictAttr.get({})] * n)
+    attrs = []
+    for i, kept in zip(range(-n_consts, n - n_consts), old):
+      entries = {named.name: named.attr for named in ir.DictAttr(kept)}
+      if i in aliases:
+        entries["tf.aliasing_output"] = ir.IntegerAttr.get(i32, aliases[i])
+      elif i in donors:
+        entries["jax.buffer_donor"] = ir.BoolAttr.get(True)
+      attrs.append(ir.DictAttr.get(entries))
     main.arg_attrs = ir.ArrayAttr.get(attrs)
 
 
@@ -203,9 +238,8 @@ def _load_with_callbacks(module: Any, host_callbacks: list[Any],
                          options: xla_client.CompileOptions, effectful: bool) -> Any:
   """Compiles a module that calls back into Python (jaxlib takes such a module as an MLIR
   object, not bytes). A program with effects runs to completion before its call returns."""
-  loaded = client.backend().compile_and_load(
-      module, executable_devices=client.device_list(), compile_options=options,
-      host_callbacks=host_callbacks)
+  loaded = compiler.backend_compile_and_load(client.backend(), module, client.device_list(),
+                                             options, host_callbacks)
   return _CompletingExecutable(loaded) if effectful else loaded
 
 
@@ -243,8 +277,18 @@ def _device_aval(aval: ShapedArray) -> ShapedArray:
       core.physical_aval(aval))
 
 
-def _compile_options(eager: bool) -> xla_client.CompileOptions:
+def _compile_options(eager: bool, device_ids: Sequence[int] = ()) -> xla_client.CompileOptions:
+  """`device_ids` (global ids, in mesh order), when given, are where the program runs;
+  more than one make it an SPMD program that XLA splits over them, as the module's Shardy
+  annotations say (see `sharded.py`)."""
   options = xla_client.CompileOptions()
+  if device_ids:
+    options.num_partitions = len(device_ids)
+    options.device_assignment = xla_client.DeviceAssignment.create(
+        np.asarray(device_ids, dtype=np.int32).reshape(1, len(device_ids)))
+    build = options.executable_build_options
+    build.use_spmd_partitioning = len(device_ids) > 1
+    build.use_shardy_partitioner = len(device_ids) > 1
   if eager:
     # Algebraic rewrites across operations ((a/b)/c -> a/(b*c), exp(a)*exp(b) -> exp(a+b))
     # change results by more than rounding. Fusion stays on: without it, compiling a

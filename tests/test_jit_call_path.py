@@ -1,0 +1,186 @@
+"""The contract of a jitted call, whatever dispatches it: a seen signature is never traced
+again; a new shape, dtype, weak type, static value, tree structure or trace context traces
+again exactly as JAX would; NumPy values, Python scalars, pending eager Arrays, keys and
+their uint32 data, donated and deleted buffers all give JAX's results or errors."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jaxon
+import jaxon.numpy as jnp
+import jaxon.random as jr
+
+
+def traces_of(fun):
+  """`fun` jitted, and a list that grows by one each time it is traced."""
+  traced = []
+
+  def counted(*args, **kwargs):
+    traced.append(1)
+    return fun(*args, **kwargs)
+  return jaxon.jit(counted), traced
+
+
+def test_a_seen_signature_is_never_traced_again():
+  f, traced = traces_of(lambda x, y: x * 2.0 + y)
+  x, y = jnp.arange(3.0), jnp.ones(3)
+  for _ in range(1000):
+    out = f(x, y)
+  assert len(traced) == 1 and f._cache_size() == 1
+  assert type(out) is jaxon.Array and out.dtype == np.float32
+  np.testing.assert_allclose(np.asarray(out), np.arange(3.0) * 2 + 1)
+
+
+def test_pytrees_in_and_out():
+  f, traced = traces_of(lambda d: {"sum": d["a"] + d["b"], "pair": (d["a"], 2 * d["b"])})
+  d = {"a": jnp.arange(4.0), "b": jnp.ones(4)}
+  first = f(d)
+  for _ in range(100):
+    out = f(d)
+  assert len(traced) == 1
+  assert jaxon.tree_structure(out) == jaxon.tree_structure(first)
+  for got, want in zip(jaxon.tree_leaves(out), jaxon.tree_leaves(first)):
+    assert type(got) is jaxon.Array
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("change", ["shape", "dtype", "weak_type", "tree", "kwargs"])
+def test_retraces_exactly_when_the_signature_changes(change):
+  f, traced = traces_of(lambda *a, **k: sum(jaxon.tree_leaves((a, k))))
+  base = jnp.ones(3)
+  other = {"shape": (jnp.ones(4),), "dtype": (jnp.ones(3, jnp.int32),),
+           "weak_type": (jnp.asarray(1.0) + 0,), "tree": ((base, base),),
+           "kwargs": ()}[change]
+  f(base)
+  f(base)
+  assert len(traced) == 1
+  if change == "kwargs":
+    f(x=base)
+  else:
+    f(*other)
+  assert len(traced) == 2
+  f(base)  # the first signature is still compiled
+  assert len(traced) == 2
+
+
+def test_weak_and_strong_scalars_differ():
+  """Golden from JAX 0.10.2: two traces; the weakly typed argument gives a weak result."""
+  f, traced = traces_of(lambda x: x + 1)
+  weak = f(jaxon.device_put(2.0))
+  strong = f(jaxon.device_put(np.float32(2.0)))
+  again = f(jaxon.device_put(2.0))
+  assert len(traced) == 2
+  assert (weak.weak_type, strong.weak_type, again.weak_type) == (True, False, True)
+  assert repr(weak) == "Array(3., dtype=float32, weak_type=True)"
+  assert repr(strong) == "Array(3., dtype=float32)"
+
+
+def test_static_arguments_retrace_on_new_values():
+  f = jaxon.jit(lambda x, n: x * n, static_argnums=1)
+  x = jnp.arange(3.0)
+  np.testing.assert_allclose(np.asarray(f(x, 2)), np.arange(3.0) * 2)
+  np.testing.assert_allclose(np.asarray(f(x, 3)), np.arange(3.0) * 3)
+
+
+def test_trace_context_changes_retrace():
+  f, traced = traces_of(lambda x: x + 1.0)
+  x = jnp.ones(2)
+  f(x)
+  with jaxon.numpy_rank_promotion("raise"):
+    f(x)
+  f(x)
+  assert len(traced) == 2
+
+
+def test_numpy_scalars_and_pending_arrays_give_the_same_results():
+  f = jaxon.jit(lambda x, y: x * y)
+  want = np.arange(3.0, dtype=np.float32) * 2
+  for x, y in [(np.arange(3.0, dtype=np.float32), 2.0), (jnp.arange(3.0), 2),
+               (jnp.arange(3.0), np.float32(2))]:
+    out = f(x, y)
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), want)
+  pending = jnp.sin(jnp.arange(3.0)) * 0.0 + jnp.arange(3.0)  # not run yet
+  np.testing.assert_allclose(np.asarray(f(pending, jnp.float32(2))), want)
+
+
+def test_deleted_argument_raises_a_clear_error():
+  f = jaxon.jit(lambda x: x + 1.0)
+  x = jnp.arange(3.0)
+  f(x)
+  x.delete()
+  with pytest.raises(RuntimeError, match="Array has been deleted"):
+    f(x)
+
+
+def test_donated_arguments_are_consumed():
+  f = jaxon.jit(lambda x: x + 1.0, donate_argnums=0)
+  x = jnp.arange(3.0)
+  out = f(x)
+  assert x.is_deleted()
+  np.testing.assert_allclose(np.asarray(out), np.arange(3.0) + 1)
+  with pytest.raises(RuntimeError, match="Array has been deleted"):
+    f(x)
+
+
+def test_keys_and_their_uint32_data_never_share_a_program():
+  """A threefry key's buffer is uint32[2], as a raw key is: a dispatcher keyed on buffers
+  alone would mix them up."""
+  f = jaxon.jit(lambda k: jr.split(k))
+  raw = jr.PRNGKey(0)
+  typed = jr.key(0)
+  out_raw = f(raw)
+  out_typed = f(typed)
+  assert out_raw.dtype == np.uint32 and out_raw.shape == (2, 2)
+  assert jaxon.dtypes.issubdtype(out_typed.dtype, jaxon.dtypes.prng_key)
+  assert out_typed.shape == (2,)
+  np.testing.assert_array_equal(np.asarray(jr.key_data(out_typed)), np.asarray(out_raw))
+  again_raw = f(raw)
+  assert again_raw.dtype == np.uint32
+
+
+def test_programs_with_constants_and_effects_run_correctly():
+  table = np.arange(5.0, dtype=np.float32)
+  f = jaxon.jit(lambda x: x + jnp.asarray(table))
+  x = jnp.ones(5)
+  for _ in range(3):
+    np.testing.assert_allclose(np.asarray(f(x)), table + 1)
+  seen = []
+  g = jaxon.jit(lambda x: jaxon.debug.callback(lambda v: seen.append(float(v)), x) or x)
+  for _ in range(3):
+    g(jnp.float32(1.0))
+  assert seen == [1.0, 1.0, 1.0]
+
+
+def test_disable_jit_and_clear_cache():
+  f, traced = traces_of(lambda x: x + 1.0)
+  x = jnp.ones(2)
+  f(x)
+  with jaxon.disable_jit():
+    f(x)
+  assert len(traced) == 2  # run as Python
+  f.clear_cache()
+  f(x)
+  assert len(traced) == 3
+
+
+def test_nested_under_transformations_traces_through():
+  f = jaxon.jit(lambda x: jnp.sin(x) * 2.0)
+  x = jnp.arange(3.0)
+  f(x)
+  g = jaxon.grad(lambda x: f(x).sum())(x)
+  np.testing.assert_allclose(np.asarray(g), 2 * np.cos(np.arange(3.0)), rtol=1e-6)
+  v = jaxon.vmap(f)(jnp.ones((2, 3)))
+  np.testing.assert_allclose(np.asarray(v), 2 * np.sin(np.ones((2, 3))), rtol=1e-6)
+
+
+def test_repeated_eager_key_code_is_compiled_as_a_batch():
+  """Eager key code that repeats past `deferred.FUSE_WORK` operations gets its batch
+  compiled (fencing it failed on the key dtype); JAX 0.10.2's key after 100 splits."""
+  for _ in range(25):
+    key = jr.PRNGKey(0)
+    for _ in range(100):
+      key, _ = jr.split(key)
+    jaxon.block_until_ready(key)
+  np.testing.assert_array_equal(np.asarray(key), np.array([547840628, 543358469], np.uint32))
