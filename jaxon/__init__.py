@@ -16,10 +16,12 @@ from jaxon._src.config import (  # noqa: E402
     enable_checks as enable_checks,
     explain_cache_misses as explain_cache_misses,
     log_compiles as log_compiles,
+    numpy_dtype_promotion as numpy_dtype_promotion,
     numpy_rank_promotion as numpy_rank_promotion,
     threefry_partitionable as threefry_partitionable,
 )
 from jaxon._src.dtypes import float0 as float0
+from jaxon._src.mesh import make_mesh as make_mesh
 from jaxon._src.xla.array import Array as Array
 from jaxon._src.xla.client import Device as Device
 from jaxon._src.api import (
@@ -36,6 +38,7 @@ from jaxon._src.api import (
     hessian as hessian,
     jacfwd as jacfwd,
     jacrev as jacrev,
+    jacobian as jacobian,
     jit as jit,
     jvp as jvp,
     linear_transpose as linear_transpose,
@@ -43,6 +46,9 @@ from jaxon._src.api import (
     local_device_count as local_device_count,
     local_devices as local_devices,
     make_jaxpr as make_jaxpr,
+    process_count as process_count,
+    process_index as process_index,
+    typeof as typeof,
     value_and_grad as value_and_grad,
     vjp as vjp,
     vmap as vmap,
@@ -89,11 +95,25 @@ from jaxon import nn as nn
 from jaxon import random as random
 from jaxon import ad_checkpoint as ad_checkpoint
 from jaxon import custom_derivatives as custom_derivatives
+from jaxon import custom_batching as custom_batching
 from jaxon import debug as debug
 from jaxon import typing as typing
 from jaxon import stages as stages
 from jaxon import sharding as sharding
+from jaxon._src.sharding_impls import NamedSharding as NamedSharding
+from jaxon._src.sharding_impls import PartitionSpec as P  # noqa: F401 (JAX exports jax.P)
+from jaxon import dlpack as dlpack
+from jaxon import monitoring as monitoring
+from jaxon import profiler as profiler
+from jaxon import distributed as distributed
+from jaxon._src.array_creation import (
+    make_array_from_callback as make_array_from_callback,
+    make_array_from_process_local_data as make_array_from_process_local_data,
+    make_array_from_single_device_arrays as make_array_from_single_device_arrays,
+)
 from jaxon._src import leak_checker as _leak_checker  # noqa: F401  (its flag's hooks)
 from jaxon._src.install import install_as_jax as install_as_jax
+from jaxon._src.pmap import pmap as pmap
+from jaxon._src.shard_map import shard_map as shard_map
 
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 canonicalization and promotion by JAX's lattice, and the scalar types `extended` and
 `prng_key` that key dtypes are subtypes of)."""
 from jaxon._src.dtypes import (
+    TypePromotionError as TypePromotionError,
     bfloat16 as bfloat16,
     canonicalize_dtype as canonicalize_dtype,
     dtype as dtype,
@@ -10,7 +11,9 @@ from jaxon._src.dtypes import (
     float0 as float0,
     iinfo as iinfo,
     issubdtype as issubdtype,
+    itemsize_bits as itemsize_bits,
     prng_key as prng_key,
     promote_types as promote_types,
     result_type as result_type,
+    scalar_type_of as scalar_type_of,
 )

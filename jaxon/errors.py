@@ -11,6 +11,7 @@ from jaxon._src.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from jaxon._src.numpy.indexing import NonConcreteBooleanIndexError
 
 __all__ = [
     "ConcretizationTypeError",
@@ -18,6 +19,7 @@ __all__ = [
     "JAXTypeError",
     "JaxRuntimeError",
     "KeyReuseError",
+    "NonConcreteBooleanIndexError",
     "TracerArrayConversionError",
     "TracerBoolConversionError",
     "TracerIntegerConversionError",

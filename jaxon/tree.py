@@ -9,11 +9,14 @@ from jaxon._src.tree_util import (
     tree_leaves_with_path as leaves_with_path,
     tree_map as map,
     tree_map_with_path as map_with_path,
+    static as static,
     tree_reduce as reduce,
+    tree_reduce_associative as reduce_associative,
     tree_structure as structure,
     tree_transpose as transpose,
     tree_unflatten as unflatten,
 )
 
 __all__ = ["all", "broadcast", "flatten", "flatten_with_path", "leaves", "leaves_with_path",
-           "map", "map_with_path", "reduce", "structure", "transpose", "unflatten"]
+           "map", "map_with_path", "reduce", "reduce_associative", "static",
+           "structure", "transpose", "unflatten"]

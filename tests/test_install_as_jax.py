@@ -4,12 +4,14 @@ The alias is installed in subprocesses only, so it never leaks into the test pro
 `import jax` must keep failing: the suite runs without jax)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 
 def run_python(*args: str, cwd=None) -> str:
@@ -98,6 +100,85 @@ def test_a_program_written_for_jax_runs():
   np.testing.assert_allclose(out["per_row"], x @ w, rtol=1e-6)
   np.testing.assert_allclose(out["normal"], [1.6226422, 2.0252647, -0.43359444], rtol=1e-6)
   assert out["n_leaves"] == 3
+
+
+def _numpy_adam(params, grad_of, steps, lr=0.1, b1=0.9, b2=0.999, eps=1e-8):
+  """Adam as its paper states it, in float64."""
+  m, v = np.zeros_like(params), np.zeros_like(params)
+  for t in range(1, steps + 1):
+    g = grad_of(params)
+    m, v = b1 * m + (1 - b1) * g, b2 * v + (1 - b2) * g ** 2
+    params = params - lr * (m / (1 - b1 ** t)) / (np.sqrt(v / (1 - b2 ** t)) + eps)
+  return params
+
+
+# A jitted optimizer step with its state in a NamedTuple pytree, as optax writes one; with
+# OPTIMIZER = "optax" the same step uses optax itself. Prints the parameters after 3 steps.
+_OPTIMIZER_STEP = """
+  import json, sys
+  from typing import NamedTuple
+  import jaxon
+  jaxon.install_as_jax()
+  import jax, jax.numpy as jnp
+  from jax.typing import ArrayLike
+
+  class AdamState(NamedTuple):
+    count: jax.Array
+    mu: dict
+    nu: dict
+
+  def adam(lr, b1=0.9, b2=0.999, eps=1e-8):
+    def init(params):
+      zeros = jax.tree.map(jnp.zeros_like, params)
+      return AdamState(jnp.zeros([], jnp.int32), zeros, zeros)
+    def update(grads, state, params=None):
+      count = state.count + 1
+      mu = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, state.mu, grads)
+      nu = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g ** 2, state.nu, grads)
+      def step(m, v) -> ArrayLike:
+        m_hat, v_hat = m / (1 - b1 ** count), v / (1 - b2 ** count)
+        return -lr * m_hat / (jnp.sqrt(v_hat) + eps)
+      return jax.tree.map(step, mu, nu), AdamState(count, mu, nu)
+    return init, update
+
+  if sys.argv[1] == "optax":
+    import optax
+    optimizer = optax.adam(0.1)
+    init, update, apply_updates = optimizer.init, optimizer.update, optax.apply_updates
+  else:
+    init, update = adam(0.1)
+    apply_updates = lambda p, u: jax.tree.map(lambda a, b: a + b, p, u)
+
+  @jax.jit
+  def train_step(params, state):
+    grads = jax.grad(lambda p: jnp.sum(p["w"] ** 2) + jnp.sum(p["b"]))(params)
+    updates, state = update(grads, state, params)
+    return apply_updates(params, updates), state
+
+  params = {"w": jnp.array([1.0, -2.0, 0.5]), "b": jnp.array([0.25])}
+  state = init(params)
+  for _ in range(3):
+    params, state = train_step(params, state)
+  print(json.dumps({k: v.tolist() for k, v in params.items()}))
+"""
+
+
+def _check_three_adam_steps(out: dict) -> None:
+  np.testing.assert_allclose(out["w"], _numpy_adam(np.array([1.0, -2.0, 0.5]),
+                                                   lambda w: 2 * w, 3), rtol=1e-5, atol=1e-5)
+  np.testing.assert_allclose(out["b"], _numpy_adam(np.array([0.25]), np.ones_like, 3),
+                             rtol=1e-5, atol=1e-5)
+
+
+def test_a_jitted_optimizer_step_written_as_optax_writes_it_runs():
+  _check_three_adam_steps(run_code(_OPTIMIZER_STEP, "inline"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("optax") is None,
+                    reason="optax is not installed here (tools/run_optax_chex_tests.py runs "
+                           "its whole test suite in a scratch venv)")
+def test_a_jitted_optax_update_runs():
+  _check_three_adam_steps(run_code(_OPTIMIZER_STEP, "optax"))
 
 
 def test_missing_pieces_fail_as_jax_would_and_patching_jax_patches_jaxon():

@@ -15,6 +15,8 @@ from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.jit import (Compiled as Compiled, JitFunction as JitFunction,
                             Lowered as Lowered, ShapeDtypeStruct as ShapeDtypeStruct,
                             abstractify, flatten_fun, jit as jit)
+from jaxon._src import sharding_impls
+from jaxon._src.lax import sharding_constraint
 from jaxon._src.xla import client, executable
 from jaxon._src.xla.array import Array
 
@@ -31,6 +33,7 @@ def clear_caches() -> None:
 
 @traceback_util.api_boundary
 def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
+               axis_env: Sequence[tuple[Hashable, int]] | None = None,
                return_shape: bool = False) -> Callable[..., Any]:
   """A function that returns the jaxpr of `fun` traced at the given arguments.
 
@@ -55,8 +58,9 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (),
       leaves, in_tree = tree_util.tree_flatten((dyn_args, kwargs))
       out_tree_store: list = []
       avals = [abstractify(x) for x in leaves]
-      jaxpr, consts = pe.trace_to_jaxpr(flatten_fun(with_statics, in_tree, out_tree_store),
-                                        avals)
+      with core.extend_axis_env(axis_env or ()):  # names collectives may refer to
+        jaxpr, consts = pe.trace_to_jaxpr(flatten_fun(with_statics, in_tree, out_tree_store),
+                                          avals)
       closed = ClosedJaxpr(jaxpr, consts)
       if return_shape:
         shapes = [ShapeDtypeStruct(a.shape, a.dtype, a.weak_type) for a in closed.out_avals]
@@ -82,27 +86,69 @@ def devices(backend: str | None = None) -> list[client.Device]:
   return client.devices(backend)
 
 
-def local_devices() -> list[client.Device]:
-  return client.local_devices()
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list[client.Device]:
+  """This process's devices, or those of process `process_index` (`host_id`: its old
+  name)."""
+  client.devices(backend)  # checks the backend's name
+  index = process_index if process_index is not None else host_id
+  if index is None:
+    return client.local_devices()
+  return [d for d in client.devices() if d.process_index == index]
 
 
-def device_count() -> int:
-  return client.device_count()
+def device_count(backend: str | None = None) -> int:
+  return len(client.devices(backend))
 
 
-def local_device_count() -> int:
-  return len(client.local_devices())
+def local_device_count(backend: str | None = None) -> int:
+  return len(local_devices(backend=backend))
 
 
 def default_backend() -> str:
   return client.default_backend()
 
 
-def device_put(x: Any, device: Any = None) -> Any:
-  """Places each leaf of `x` on the device as an Array (a traced leaf, already staged on
-  the device, is returned as it is, as in JAX)."""
-  return tree_util.tree_map(
-      lambda leaf: leaf if isinstance(leaf, core.Tracer) else executable.device_put(leaf), x)
+def process_index(backend: str | None = None) -> int:
+  """This process's index in a multi-process job (0 alone)."""
+  client.devices(backend)
+  return client.process_index()
+
+
+def process_count(backend: str | None = None) -> int:
+  client.devices(backend)
+  return client.process_count()
+
+
+def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = False,
+               may_alias: bool | None = None) -> Any:
+  """Places each leaf of `x` on the device as an Array: uncommitted on the default device
+  when `device` is None, else committed to `device` (a Device or a Sharding, or a pytree
+  prefix of `x` of those). A traced leaf is returned as it is, as in JAX, or constrained
+  to a NamedSharding.
+
+  Raises:
+    ValueError: `device` is not a tree prefix of `x` (a list of devices for one array).
+  """
+  if device is None:
+    return tree_util.tree_map(
+        lambda leaf: leaf if isinstance(leaf, core.Tracer) else executable.device_put(leaf), x)
+  if isinstance(device, (client.Device, sharding_impls.Sharding)):
+    return tree_util.tree_map(lambda leaf: _device_put_leaf(leaf, device), x)
+  try:
+    return tree_util.tree_map(lambda target, sub: tree_util.tree_map(
+        lambda leaf: _device_put_leaf(leaf, target), sub), device, x)
+  except ValueError as e:
+    raise ValueError("device_put device specification must be a tree prefix of the "
+                     f"corresponding value; got device={device!r}: {e}") from None
+
+
+def _device_put_leaf(leaf: Any, target: Any) -> Any:
+  if isinstance(leaf, core.Tracer):
+    if isinstance(target, sharding_impls.NamedSharding):
+      return sharding_constraint.with_sharding_constraint(leaf, target)
+    return leaf
+  return sharding_impls.device_put_leaf(leaf, target)
 
 
 def device_get(x: Any) -> Any:
@@ -556,6 +602,28 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
       traceback_util.filter_at_boundary(e)
       raise
   return jacrev_f
+
+
+def jacobian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+             holomorphic: bool = False, allow_int: bool = False) -> Callable:
+  """JAX's name for `jacrev`, the Jacobian by reverse mode (a wrapper, not the same
+  object, as in JAX 0.10.2)."""
+  return jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic, allow_int=allow_int)
+
+
+def typeof(x: Any) -> ShapedArray:
+  """The abstract type of an array, tracer, NumPy value or Python scalar: what a
+  transformation sees of it (shape, dtype, weak type), without its value.
+
+  Raises:
+    TypeError: `x` is not an array-like value (a list, a string, None, ...).
+  """
+  try:
+    return core.get_aval(x)
+  except TypeError:
+    raise TypeError(f"Argument {x!r} of type {type(x)} is not a valid JAX type: "
+                    "typeof takes an array, a tracer, a NumPy value or a Python "
+                    "scalar.") from None
 
 
 @traceback_util.api_boundary

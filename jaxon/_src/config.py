@@ -237,7 +237,8 @@ class Config:
       context_default = True
     env = os.environ.get(name.upper())
     if env is not None:
-      default = _bool_from_env(name, env) if is_bool else env
+      default = (_bool_from_env(name, env) if is_bool else
+                 type(default)(env) if isinstance(default, (int, float)) else env)
     flag = self._flags[name] = Flag(name, default, help, parse, context_default,
                                     trace_context)
     if trace_context:
@@ -334,6 +335,11 @@ numpy_rank_promotion = config.define(
     "jax_numpy_rank_promotion", "allow",
     "What jaxon.numpy does when it broadcasts operands of different ranks: 'allow', "
     "'warn' or 'raise'.", parse=enum_parser(("allow", "warn", "raise")), trace_context=True)
+numpy_dtype_promotion = config.define(
+    "jax_numpy_dtype_promotion", "standard",
+    "Which implicit dtype promotions jaxon.numpy makes: 'standard' (JAX's lattice) or "
+    "'strict' (only Python scalars promote, to arrays of their kind).",
+    parse=enum_parser(("standard", "strict")), trace_context=True)
 enable_checks = config.define(
     "jax_enable_checks", False,
     "Type-check every jaxpr that jit traces (slow: for debugging jaxon itself).")
@@ -341,6 +347,45 @@ default_prng_impl = config.define(
     "jax_default_prng_impl", "threefry2x32",
     "The PRNG implementation of new keys; jaxon implements 'threefry2x32'.",
     parse=enum_parser(("threefry2x32",)))
+
+
+def _typed_parser(kind: type, what: str) -> Callable[[Any], Any]:
+  """A parser accepting values of `kind` (ints for floats too) or None, raising JAX's error
+  for anything else."""
+  def parse(value: Any) -> Any:
+    accepted = (int, float) if kind is float else kind
+    if value is not None and (isinstance(value, bool) or not isinstance(value, accepted)):
+      raise ValueError(f"new {what} config value must be None or of type {what}, got "
+                       f"{value} of type {type(value)}.")
+    return value
+  return parse
+
+
+# The persistent compilation cache (`xla/compilation_cache.py`).
+compilation_cache_dir = config.define(
+    "jax_compilation_cache_dir", None,
+    "Directory of the persistent compilation cache: compiled programs are saved there and "
+    "loaded by later processes instead of compiling again. None: no persistent cache.",
+    parse=_typed_parser(str, "string"))
+enable_compilation_cache = config.define(
+    "jax_enable_compilation_cache", True,
+    "If False, the persistent compilation cache is off even when a directory is set.")
+persistent_cache_min_compile_time_secs = config.define(
+    "jax_persistent_cache_min_compile_time_secs", 1.0,
+    "Programs that compiled faster than this many seconds are not written to the cache.",
+    parse=_typed_parser(float, "float"))
+persistent_cache_min_entry_size_bytes = config.define(
+    "jax_persistent_cache_min_entry_size_bytes", 0,
+    "Entries smaller than this many bytes are not written to the cache (0 or -1: no "
+    "minimum on the CPU).", parse=_typed_parser(int, "int"))
+persistent_cache_enable_xla_caches = config.define(
+    "jax_persistent_cache_enable_xla_caches", "xla_gpu_per_fusion_autotune_cache_dir",
+    "XLA's own caches to enable beside the persistent cache; they are GPU caches, so on "
+    "the CPU this is accepted and changes nothing.", parse=_typed_parser(str, "string"))
+raise_persistent_cache_errors = config.define(
+    "jax_raise_persistent_cache_errors", False,
+    "Raise errors of reading or writing the persistent compilation cache instead of "
+    "warning and compiling.")
 # JAX's shorthand: `with checking_leaks():` sets `jax_check_tracer_leaks` to True.
 checking_leaks = functools.partial(check_tracer_leaks, True)
 

@@ -3,7 +3,8 @@
 A *weak type* is the type of a Python scalar (`1`, `2.0`, `1j`): it takes the dtype of the
 array it meets (`jnp.ones(3, jnp.bfloat16) + 1.0` stays bfloat16) instead of widening it.
 Promotion is the least upper bound in the lattice of `_LATTICE_EDGES`, where the weak
-Python types are the nodes `i*`, `f*`, `c*`.
+Python types are the nodes `i*`, `f*`, `c*`. With `jax_numpy_dtype_promotion='strict'` the
+lattice keeps only the weak types' edges: arrays of different dtypes do not mix.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from jaxon._src.config import config, x64_enabled
+from jaxon._src.config import config, values as config_values, x64_enabled
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16).type
 float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn).type
@@ -217,7 +218,28 @@ _ABSTRACT_TYPES = (np.generic, np.number, np.inexact, np.floating, np.complexflo
 
 def issubdtype(a: Any, b: Any) -> bool:
   """`np.issubdtype` that also knows bfloat16 and the float8 types are floating, and
-  places extended dtypes under their scalar type (`key<fry>` under `prng_key`)."""
+  places extended dtypes under their scalar type (`key<fry>` under `prng_key`). Answers
+  are kept: shape and dtype rules ask the same few questions on every traced operation,
+  and NumPy's answer costs microseconds."""
+  try:
+    return _subdtype_answers[a, b]
+  except (KeyError, TypeError):  # not asked yet, or not hashable
+    pass
+  answer = _issubdtype(a, b)
+  try:
+    if len(_subdtype_answers) >= _MAX_SUBDTYPE_ANSWERS:
+      _subdtype_answers.clear()
+    _subdtype_answers[a, b] = answer
+  except TypeError:
+    pass
+  return answer
+
+
+_subdtype_answers: dict[tuple[Any, Any], bool] = {}
+_MAX_SUBDTYPE_ANSWERS = 4096
+
+
+def _issubdtype(a: Any, b: Any) -> bool:
   if isinstance(a, ExtendedDType):
     return a == b or (isinstance(b, type) and issubclass(a.type, b))
   if isinstance(b, ExtendedDType):
@@ -283,12 +305,34 @@ def _lattice_edges(x64: bool) -> dict[Any, list[Any]]:
   }
 
 
-_LATTICE_EDGES = {x64: _lattice_edges(x64) for x64 in (False, True)}
+def _strict_lattice_edges() -> dict[Any, list[Any]]:
+  """A Python scalar still takes the dtype of the array it meets (of its kind or a wider
+  kind: `ints + 1.0` is a weak float); dtypes have no edges at all."""
+  nodes = [n for n in _lattice_edges(True) if not isinstance(n, str)]
+  ints = [n for n in nodes if n.kind in "iu"]
+  floats = [n for n in nodes if n.kind == "f" or n in _CUSTOM_FLOATS]
+  complexes = [n for n in nodes if n.kind == "c"]
+  return {**{n: [] for n in nodes}, _WEAK_INT: [_WEAK_FLOAT, *ints],
+          _WEAK_FLOAT: [_WEAK_COMPLEX, *floats], _WEAK_COMPLEX: complexes}
+
+
+# The lattices by name: standard without x64 ("x32") and with it ("x64"), and "strict".
+_LATTICE_EDGES = {"x32": _lattice_edges(False), "x64": _lattice_edges(True),
+                  "strict": _strict_lattice_edges()}
+
+
+def _lattice(x64: bool) -> str:
+  """The lattice promotion uses now (the strict flag is read per thread, since its
+  context manager sets it for one)."""
+  if config_values.jax_numpy_dtype_promotion == "strict":
+    return "strict"
+  return "x64" if x64 else "x32"
 
 
 @functools.cache
-def _upper_bounds(node: Any, x64: bool) -> frozenset:
-  return frozenset({node}).union(*(_upper_bounds(n, x64) for n in _LATTICE_EDGES[x64][node]))
+def _upper_bounds(node: Any, lattice: str) -> frozenset:
+  return frozenset({node}).union(*(_upper_bounds(n, lattice)
+                                   for n in _LATTICE_EDGES[lattice][node]))
 
 
 class TypePromotionError(ValueError):
@@ -296,14 +340,20 @@ class TypePromotionError(ValueError):
 
 
 def _join(a: Any, b: Any) -> Any:
-  return _join_in(a, b, _x64)
+  return _join_in(a, b, _lattice(_x64))
 
 
 @functools.cache
-def _join_in(a: Any, b: Any, x64: bool) -> Any:
-  common = _upper_bounds(a, x64) & _upper_bounds(b, x64)
-  least = [n for n in common if common <= _upper_bounds(n, x64)]
+def _join_in(a: Any, b: Any, lattice: str) -> Any:
+  common = _upper_bounds(a, lattice) & _upper_bounds(b, lattice)
+  least = [n for n in common if common <= _upper_bounds(n, lattice)]
   if not least:
+    if lattice == "strict":
+      raise TypePromotionError(
+          f"Input dtypes {_node_name(a)!r} and {_node_name(b)!r} have no available implicit "
+          "dtype promotion path when jax_numpy_dtype_promotion=strict. Cast the inputs "
+          "explicitly to the output type you want, or set "
+          "jax_numpy_dtype_promotion=standard.")
     raise TypePromotionError(
         f"Input dtypes {_node_name(a)!r} and {_node_name(b)!r} have no available implicit "
         "dtype promotion path. Convert one of them explicitly with .astype(...).")
@@ -375,7 +425,7 @@ def operand_type(args: Sequence[Any], inexact: bool = False) -> tuple[np.dtype, 
       key.append((aval.dtype, aval.weak_type))
     else:
       key.append(_PY_SCALAR_KEYS.get(type(x)) or _dtype_and_weakness(x))
-  return _promote(tuple(key), _x64, inexact)
+  return _promote(tuple(key), _x64, inexact, _lattice(_x64))
 
 
 # (dtype, weak type) of each Python scalar type; bool is strong (JAX's rule).
@@ -384,7 +434,7 @@ _PY_SCALAR_KEYS = {t: (dt, t is not bool) for t, dt in _PY_SCALAR_DTYPES.items()
 
 @functools.cache
 def _promote(dtypes_and_weakness: tuple[tuple[np.dtype, bool], ...], x64: bool,
-             inexact: bool) -> tuple[np.dtype, bool]:
+             inexact: bool, lattice: str) -> tuple[np.dtype, bool]:
   """(canonical dtype, weak type) of the join of the inputs; cached, since every
   operation asks and the combinations in a program are few."""
   distinct = {dt for dt, _ in dtypes_and_weakness}
@@ -400,7 +450,7 @@ def _promote(dtypes_and_weakness: tuple[tuple[np.dtype, bool], ...], x64: bool,
   node = None
   for dt, weak in dtypes_and_weakness:
     arg_node = _node_of(dt, weak)
-    node = arg_node if node is None else _join_in(node, arg_node, x64)
+    node = arg_node if node is None else _join_in(node, arg_node, lattice)
   if isinstance(node, str):
     out, weak = _canonicalize_in(_WEAK_NODE_PY_DTYPE[node], x64), True
   else:
@@ -434,3 +484,27 @@ def short_name(dt: np.dtype) -> str:
   if dt in _FP8_DTYPES:
     return dt.name
   return f"{dt.kind}{dt.itemsize * 8}"
+
+
+def itemsize_bits(dtype: Any) -> int:
+  """Bits per element: 4 for int4 and float4_e2m1fn (which NumPy stores a byte apiece),
+  8 for bool."""
+  if dtype is None:
+    raise ValueError("dtype cannot be None.")
+  dt = np.dtype(dtype)
+  if dt.itemsize == 1 and dt.kind == "V":  # ml_dtypes' narrow types: int2/4, float4/6/8
+    info = ml_dtypes.finfo if dt.name.startswith("float") else ml_dtypes.iinfo
+    return info(dt).bits
+  return dt.itemsize * 8
+
+
+def scalar_type_of(x: Any) -> type:
+  """The Python scalar type (bool, int, float or complex) of `x`'s dtype: what a value of
+  it converts to, and the weak type it stands for in promotion."""
+  dt = dtype(x)
+  for kind, scalar_type in ((is_bool, bool), (is_integer, int), (is_float, float),
+                            (is_complex, complex)):
+    if kind(dt):
+      return scalar_type
+  raise TypeError(f"Invalid scalar value {x!r} of dtype {dt}: scalar_type_of takes values "
+                  "of boolean or numeric dtypes.")

@@ -109,6 +109,21 @@ def flatten_one_level(tree: Any) -> tuple[Iterable[Any], Hashable]:
   return out
 
 
+def flatten_one_level_with_keys(tree: Any) -> tuple[Iterable[tuple[KeyEntry, Any]], Hashable]:
+  """`((key, child), ...)` and the aux data of the root node of `tree`; a ValueError for a
+  leaf."""
+  out = registry.flatten_one_level_with_keys(tree)
+  if out is None:
+    raise ValueError(f"can't tree-flatten type: {type(tree)}")
+  return out
+
+
+def is_tree_node(typ: type) -> bool:
+  """Whether instances of `typ` are pytree nodes (built in, registered, or a namedtuple)
+  rather than leaves."""
+  return registry.is_node(typ)
+
+
 # ----------------------------------------------------------------------------- mapping
 
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: IsLeaf = None) -> Any:
@@ -151,6 +166,31 @@ def tree_reduce(function: Callable[[T, Any], T], tree: Any, initializer: Any = .
   if initializer is ...:
     return functools.reduce(function, leaves)
   return functools.reduce(function, leaves, initializer)
+
+
+def tree_reduce_associative(operation: Callable[[T, T], T], tree: Any, *,
+                            identity: Any = ..., is_leaf: IsLeaf = None) -> T:
+  """Reduces the leaves of `tree` with an associative `operation` as a balanced tree of
+  calls (logarithmic depth, so a traced reduction of many leaves stays shallow); the
+  result may differ in rounding from `tree_reduce`'s left fold. `identity` is returned
+  for a tree without leaves.
+
+  Example:
+    >>> tree_reduce_associative(operator.add, [1, (2, 3), [4, 5, 6]])
+    21
+  """
+  leaves = tree_leaves(tree, is_leaf)
+  if not leaves:
+    if identity is ...:
+      raise TypeError("Must specify identity for parallel reduction of empty sequence.")
+    return identity
+
+  def reduce(xs: Sequence[Any]) -> Any:
+    if len(xs) == 1:
+      return xs[0]
+    middle = len(xs) // 2
+    return operation(reduce(xs[:middle]), reduce(xs[middle:]))
+  return reduce(leaves)
 
 
 def tree_all(tree: Any, *, is_leaf: IsLeaf = None) -> bool:
@@ -282,6 +322,13 @@ def register_dataclass(nodetype: Typ, data_fields: Sequence[str] | None = None,
     _check_dataclass_fields(nodetype, {*data_fields, *meta_fields}, drop_fields)
   registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
   return nodetype
+
+
+def static(**field_kwargs: Any) -> Any:
+  """A `dataclasses.field` marked static, so `register_dataclass` puts it in the treedef
+  (aux data) instead of among the leaves. Takes `dataclasses.field`'s arguments."""
+  metadata = dict(field_kwargs.pop("metadata", None) or {}, static=True)
+  return dataclasses.field(metadata=metadata, **field_kwargs)
 
 
 def _check_dataclass_fields(nodetype: type, given: set[str], drop_fields: Sequence[str]

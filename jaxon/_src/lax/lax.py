@@ -24,8 +24,8 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import utils
-from jaxon._src.xla.array import Array, device_put_numpy, scalar_constant
+from jaxon._src.lax import dimension_value, utils
+from jaxon._src.xla.array import Array, copy_array, device_put_numpy, scalar_constant
 
 # Dtype classes an operand may belong to (checked with dtypes.issubdtype).
 _float = (np.floating,)
@@ -52,8 +52,8 @@ def broadcast_to_out(ctx: mlir.LoweringRuleContext, args: Sequence[ir.Value]) ->
   result = []
   for x, aval in zip(args, ctx.avals_in):
     if aval.shape != out_shape:
-      ty = mlir.aval_to_ir_type(aval.update(shape=out_shape))
-      x = hlo.broadcast_in_dim(ty, x, list(range(len(out_shape))) if aval.shape else [])
+      x = mlir.broadcast_in_dim(aval.update(shape=out_shape), x,
+                                list(range(len(out_shape))) if aval.shape else [])
     result.append(x)
   return result
 
@@ -1096,7 +1096,7 @@ def _iota_dtype_rule(*, dtype: np.dtype, shape: tuple[int, ...], dimension: int,
 
 iota_p = utils.standard_primitive("iota", _iota_shape_rule, _iota_dtype_rule, _strong)
 mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding: [
-    hlo.iota(mlir.aval_to_ir_type(ctx.avals_out[0]), dimension)])
+    mlir.iota(ctx.avals_out[0], dimension)])
 
 
 def iota(dtype: Any, size: int, *, sharding: Any = None) -> Any:
@@ -1191,6 +1191,9 @@ def _convert_element_type(operand: Any, new_dtype: Any = None, weak_type: bool =
     if old_dtype == new_dtype and operand.aval.weak_type == weak_type:
       return operand
     return convert_element_type_p.bind(operand, new_dtype=new_dtype, weak_type=weak_type)
+  if core.is_symbolic_dim(operand):  # `jnp.full((b,), b)` in shape-polymorphic code
+    return _convert_element_type(dimension_value.dimension_as_value(operand), new_dtype,
+                                 weak_type)
   host = np.asarray(operand)
   if dtypes.is_complex(host.dtype) and not dtypes.is_complex(new_dtype):
     host = host.real
@@ -1234,8 +1237,7 @@ def _broadcast_in_dim_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value,
                                sharding: Any) -> list[ir.Value]:
   out_aval = ctx.avals_out[0]
   element_dims = range(out_aval.ndim, out_aval.ndim + len(mlir.element_dims(out_aval)))
-  return [hlo.broadcast_in_dim(mlir.aval_to_ir_type(out_aval), operand,
-                               [*broadcast_dimensions, *element_dims])]
+  return [mlir.broadcast_in_dim(out_aval, operand, [*broadcast_dimensions, *element_dims])]
 
 
 mlir.register_lowering(broadcast_in_dim_p, _broadcast_in_dim_lowering)
@@ -1300,9 +1302,12 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
   value = _convert_element_type(fill_value, dtype, weak)
   if shape:
     return broadcast(value, shape)
-  # a 0-d result needs no broadcast: the (cached) constant itself, an Array
-  return value if isinstance(value, (core.Tracer, Array)) else scalar_constant(value, dtype,
-                                                                                weak)
+  if isinstance(value, (core.Tracer, Array)):
+    return value
+  # A 0-d result needs no broadcast, but it gets a buffer of its own: the shared copy of
+  # the constant would make two results one buffer, which `jit(donate_argnums=...)` cannot
+  # donate twice (optax donates `zeros([])` state entries side by side).
+  return copy_array(scalar_constant(value, dtype, weak))
 
 
 def zeros_like_array(x: Any) -> Any:

@@ -45,7 +45,7 @@ def _operand_weak_type(operand: ShapedArray, *avals: ShapedArray, **params: Any)
 
 def _static_ints(name: str, values: Sequence[Any], what: str) -> tuple[int, ...]:
   try:
-    return tuple(int(core.concrete_or_error(
+    return tuple(v if core.is_symbolic_dim(v) else int(core.concrete_or_error(
         int, v, f"The {what} argument of {name} must be static.")) for v in values)
   except TypeError as e:
     if isinstance(e, core.ConcretizationTypeError):
@@ -140,6 +140,12 @@ def _slice_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *,
                     strides: tuple[int, ...] | None) -> list[ir.Value]:
   strides = strides or (1,) * len(start_indices)
   element = mlir.element_dims(ctx.avals_in[0])  # an extended dtype's, taken whole
+  if not core.is_constant_shape((*start_indices, *limit_indices)):  # symbolic bounds
+    return [hlo.real_dynamic_slice(
+        mlir.aval_to_ir_type(ctx.avals_out[0]), operand,
+        mlir.shape_tensor([*start_indices, *(0 for _ in element)]),
+        mlir.shape_tensor([*limit_indices, *element]),
+        mlir.shape_tensor([*strides, *(1 for _ in element)]))]
   return [hlo.slice(operand, [*start_indices, *(0 for _ in element)],
                     [*limit_indices, *element], [*strides, *(1 for _ in element)])]
 
@@ -177,6 +183,10 @@ ad.deflinear(slice_p, _slice_transpose)
 batching.primitive_batchers[slice_p] = _slice_batch_rule
 
 
+def _dim(d: Any) -> Any:
+  return d if core.is_symbolic_dim(d) else int(d)
+
+
 def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
                  stride: int = 1, axis: int = 0) -> Any:
   """`operand[start:limit:stride]` along `axis` only; None and negative bounds count as in
@@ -184,8 +194,8 @@ def slice_in_dim(operand: Any, start_index: int | None, limit_index: int | None,
   shape = np.shape(operand)
   axis = utils.canonicalize_axis(int(axis), len(shape))
   size = shape[axis]
-  start = 0 if start_index is None else int(start_index)
-  limit = size if limit_index is None else int(limit_index)
+  start = 0 if start_index is None else _dim(start_index)
+  limit = size if limit_index is None else _dim(limit_index)
   start, limit = (start + size if start < 0 else start), (limit + size if limit < 0 else limit)
   starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
   starts[axis], limits[axis], strides[axis] = start, limit, int(stride)
@@ -835,7 +845,9 @@ def _gather_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
   dnums, out_bdim = _batched_dnums(dimension_numbers, operand_bdim, indices_bdim,
                                    _unbatched_rank(indices, indices_bdim))
   if operand_bdim is not batching.not_mapped:
-    window = np.shape(operand)[operand_bdim] if indices_bdim is batching.not_mapped else 1
+    # A batching dimension's slice is one element, or none when the batch is empty (as JAX).
+    size = np.shape(operand)[operand_bdim]
+    window = size if indices_bdim is batching.not_mapped else min(size, 1)
     slice_sizes = _inserted(slice_sizes, operand_bdim, window)
   return gather_p.bind(operand, indices, dimension_numbers=dnums, slice_sizes=slice_sizes,
                        **params), out_bdim

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import dtypes
+from jaxon._src.api import device_put
 from jaxon._src.numpy import lax_numpy
 
 printoptions = np.printoptions
@@ -68,10 +69,29 @@ def fromfile(*args: Any, **kwargs: Any) -> Any:
   raise _impure("fromfile")
 
 
+# The element types DLPack exchanges (JAX's list): no float8, no sub-byte integers.
+_DLPACK_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float16, dtypes.bfloat16, np.float32, np.float64, np.complex64,
+    np.complex128))
+
+
+def is_supported_dtype(dtype: Any) -> bool:
+  """Whether arrays of `dtype` can go through DLPack."""
+  return np.dtype(dtype) in _DLPACK_DTYPES
+
+
 def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
   """An array from an object that exports DLPack (`__dlpack__`), such as a NumPy array on
-  the CPU."""
-  return lax_numpy.asarray(np.from_dlpack(x, copy=copy))
+  the CPU. NumPy imports it (sharing memory unless `copy=True`) and the result is put on
+  `device` (the default device if None), with the dtype canonicalized as for any host
+  value (float64 becomes float32 without x64)."""
+  if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
+    raise TypeError("The array passed to from_dlpack must have __dlpack__ and "
+                    f"__dlpack_device__ methods; got {type(x).__name__}.")
+  host = np.from_dlpack(x, copy=copy)
+  out = lax_numpy.asarray(host)
+  return out if device is None else device_put(out, device)
 
 
 def load(file: Any, *args: Any, **kwargs: Any) -> Any:

@@ -145,7 +145,7 @@ def nan_to_num(x: Any, copy: bool = True, nan: Any = 0.0, posinf: Any = None,
     parts = [nan_to_num(part, nan=nan, posinf=posinf, neginf=neginf)
              for part in (lax.real(x), lax.imag(x))]
     return lax.complex(*parts)
-  info = np.finfo(dtype)
+  info = dtypes.finfo(dtype)  # NumPy's finfo rejects bfloat16 and the float8 types
   replacements = ((ufuncs.isnan(x), nan),
                   (isposinf(x), info.max if posinf is None else posinf),
                   (isneginf(x), info.min if neginf is None else neginf))
