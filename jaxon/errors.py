@@ -11,10 +11,12 @@ from jaxon._src.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
+from jaxon._src.export.shape_poly import InconclusiveDimensionOperation
 from jaxon._src.numpy.indexing import NonConcreteBooleanIndexError
 
 __all__ = [
     "ConcretizationTypeError",
+    "InconclusiveDimensionOperation",
     "JAXIndexError",
     "JAXTypeError",
     "JaxRuntimeError",

@@ -316,3 +316,14 @@ def test_jitted_function_repr_names_pjit_function():
   def f(x):
     return x
   assert repr(jaxon.jit(f)) == f"<PjitFunction of {f!r}>"
+
+
+def test_deprecated_host_names_and_pjit_warn_and_work():
+  with pytest.warns(UserWarning, match="jax.host_count has been renamed to jax.process_count"):
+    assert jaxon.host_count() == 1
+  with pytest.warns(UserWarning, match="renamed"):
+    assert jaxon.host_id() == 0 and jaxon.host_ids() == [0] == jaxon.process_indices()
+  from jaxon.experimental.pjit import pjit
+  with pytest.warns(DeprecationWarning, match="Please use `jax.jit` instead"):
+    doubled = pjit(lambda x: 2 * x)
+  assert float(doubled(jnp.float32(3))) == 6.0

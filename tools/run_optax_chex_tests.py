@@ -12,7 +12,8 @@ files that import it fail to collect under both backends.
   python tools/run_optax_chex_tests.py                   # set up, run both, summarize
   python tools/run_optax_chex_tests.py --backend jaxon   # one backend
   python tools/run_optax_chex_tests.py --summarize-only  # reread the last results
-  python tools/run_optax_chex_tests.py --backend jaxon --subset   # SUBSET only, for CI
+  python tools/run_optax_chex_tests.py --backend jaxon --subset   # SUBSET only
+  python tools/run_optax_chex_tests.py --backend jaxon --subset --strict   # CI: fails on a failure
 
 Results (junit XML and pytest's log per backend) are written under --out.
 """
@@ -184,9 +185,10 @@ def print_groups(title: str, reasons: list[tuple[str, str]], top: int) -> None:
     print(f"  {n:5d}  {reason}\n         e.g. {example[reason]}")
 
 
-def summarize(out: Path, top: int, subset: bool) -> None:
-  """Counts per backend and jaxon's failures by cause. A subset's JAX baseline is the full
-  JAX run's results for the subset's tests when there is no JAX subset run."""
+def summarize(out: Path, top: int, subset: bool) -> int:
+  """Counts per backend and jaxon's failures by cause (a subset's JAX baseline is the full
+  JAX run's results for the subset's tests when there is no JAX subset run); returns how
+  many tests failed or errored on jaxon."""
   results = {}
   for b in BACKENDS:
     paths = [out / f"{results_name(b, subset)}.xml"]
@@ -203,7 +205,7 @@ def summarize(out: Path, top: int, subset: bool) -> None:
   for backend, res in results.items():
     print(f"{backend}: {counts(res)}")
   if "jaxon" not in results:
-    return
+    return 0
   jaxon_res = results["jaxon"]
   if "jax" in results:
     baseline = [t for t, (outcome, _) in results["jax"].items() if outcome == "passed"]
@@ -215,6 +217,7 @@ def summarize(out: Path, top: int, subset: bool) -> None:
   broken = [(t, reason) for t, (outcome, reason) in jaxon_res.items()
             if outcome in ("failed", "error")]
   print_groups("All jaxon failures and errors, by cause", broken, top)
+  return len(broken)
 
 
 def main() -> None:
@@ -229,6 +232,8 @@ def main() -> None:
   parser.add_argument("--summarize-only", action="store_true")
   parser.add_argument("--subset", action="store_true",
                       help="run only the SUBSET's test files (a few minutes; for CI)")
+  parser.add_argument("--strict", action="store_true",
+                      help="exit with status 1 when a test fails or errors on jaxon (CI)")
   args = parser.parse_args()
   args.out.mkdir(parents=True, exist_ok=True)
   if not args.summarize_only:
@@ -236,7 +241,9 @@ def main() -> None:
       env_dir = args.env_root / f"optax-env-{backend}"
       set_up_env(backend, env_dir)
       run_suites(backend, env_dir, args.out, args.workers, args.timeout, args.subset)
-  summarize(args.out, args.top, args.subset)
+  broken = summarize(args.out, args.top, args.subset)
+  if args.strict and broken:
+    sys.exit(f"{broken} optax/chex tests failed on jaxon")
 
 
 if __name__ == "__main__":

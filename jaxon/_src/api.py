@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
@@ -12,7 +13,7 @@ from jaxon._src import caches, core, dtypes, traceback_util, tree_util
 from jaxon._src.core import ClosedJaxpr, ShapedArray
 from jaxon._src.interpreters import ad, batching
 from jaxon._src.interpreters import partial_eval as pe
-from jaxon._src.jit import (Compiled as Compiled, JitFunction as JitFunction,
+from jaxon._src.jit import (Compiled as Compiled, PjitFunction as PjitFunction,
                             Lowered as Lowered, ShapeDtypeStruct as ShapeDtypeStruct,
                             abstractify, flatten_fun, jit as jit)
 from jaxon._src import sharding_impls
@@ -118,6 +119,26 @@ def process_index(backend: str | None = None) -> int:
 def process_count(backend: str | None = None) -> int:
   client.devices(backend)
   return client.process_count()
+
+
+def process_indices(backend: str | None = None) -> list[int]:
+  """The indices of the job's processes: `range(process_count())`."""
+  return list(range(process_count(backend)))
+
+
+def _renamed(old: str, new: Callable) -> Callable:
+  """JAX's deprecated `host_*` names: the same function, with JAX's warning."""
+  def alias(*args: Any, **kwargs: Any) -> Any:
+    warnings.warn(f"jax.{old} has been renamed to jax.{new.__name__}. This alias will "
+                  "eventually be removed; please update your code.", UserWarning, stacklevel=2)
+    return new(*args, **kwargs)
+  alias.__name__ = old
+  return alias
+
+
+host_id = _renamed("host_id", process_index)
+host_count = _renamed("host_count", process_count)
+host_ids = _renamed("host_ids", process_indices)
 
 
 def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = False,

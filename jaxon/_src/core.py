@@ -495,7 +495,7 @@ def _entry_site(frame: types.FrameType | None) -> tuple[str, str, int, str] | No
   if frame is None or entry is None:
     return None
   api = entry.co_qualname.partition(".")[0]
-  return ("jit" if api == "JitFunction" else api, frame.f_code.co_filename, frame.f_lineno,
+  return ("jit" if api == "PjitFunction" else api, frame.f_code.co_filename, frame.f_lineno,
           frame.f_code.co_name)
 
 

@@ -170,7 +170,7 @@ class _CacheEntry:
 
 # Every cached entry of every jitted function, least recently used first.
 _lru: collections.OrderedDict[_CacheEntry, None] = collections.OrderedDict()
-_live_functions: weakref.WeakSet[JitFunction] = weakref.WeakSet()
+_live_functions: weakref.WeakSet[PjitFunction] = weakref.WeakSet()
 
 
 def _remember(owner: dict, key: Hashable, entry: _CacheEntry) -> None:
@@ -213,8 +213,9 @@ def _trace_for_jit(fun: Callable, name: str, in_tree: tree_util.PyTreeDef,
 # ----------------------------------------------------------------------------- jit
 
 
-class JitFunction:
-  """A function compiled with XLA on first call for each distinct signature."""
+class PjitFunction:
+  """A function compiled with XLA on first call for each distinct signature. Named as
+  JAX's C++ type is: libraries (chex) tell jitted functions by the type's name."""
 
   def __init__(self, fun: Callable, argnums: _Argnums, inline: bool,
                shardings: tuple[Any, Any] | None = None):
@@ -473,7 +474,7 @@ class Compiled:
 _miss_callsites: set[str] = set()
 
 
-def _explain_miss(fun: JitFunction, key: tuple, args: tuple, statics: tuple) -> None:
+def _explain_miss(fun: PjitFunction, key: tuple, args: tuple, statics: tuple) -> None:
   """Logs why `fun` is traced again (`jax_explain_cache_misses`): the difference between
   this call's signature and the closest one it was traced for, argument by argument."""
   if (getattr(fun._fun, "__module__", None) or "").startswith("jaxon."):
@@ -581,7 +582,7 @@ class _ArgNamer:
   """Names arguments after `fun`'s parameters (`x`, `args[1]`, `kw['z']`), and flat leaves
   after them and their path inside (`params['w']`)."""
 
-  def __init__(self, fun: JitFunction, n_args: int):
+  def __init__(self, fun: PjitFunction, n_args: int):
     try:
       params = list(inspect.signature(fun._fun).parameters.values())
     except (TypeError, ValueError):
@@ -776,7 +777,7 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
   if compiler_options:
     raise NotImplementedError("jit: jaxon does not take XLA compiler_options.")
   argnums = _Argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
-  return JitFunction(fun, argnums, inline, shardings)
+  return PjitFunction(fun, argnums, inline, shardings)
 
 
 # ----------------------------------------------------------------------------- shardings
