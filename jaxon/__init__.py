@@ -121,3 +121,6 @@ from jaxon._src.pmap import pmap as pmap
 from jaxon._src.shard_map import shard_map as shard_map
 
 __version__ = "0.1.0"
+
+# Read by libraries as `jax._src.xla_bridge._backends` without importing it (chex).
+import jaxon._src.xla_bridge  # noqa: E402, F401

@@ -327,3 +327,12 @@ def test_deprecated_host_names_and_pjit_warn_and_work():
   with pytest.warns(DeprecationWarning, match="Please use `jax.jit` instead"):
     doubled = pjit(lambda x: 2 * x)
   assert float(doubled(jnp.float32(3))) == 6.0
+
+
+def test_xla_bridge_backends_as_chex_reads_them():
+  """chex's `set_n_cpu_devices` reads `jax._src.xla_bridge._backends` to know whether the
+  CPU backend started (the test process's has)."""
+  from jaxon._src import xla_bridge
+  jaxon.devices()  # starts the backend if no test before this one did
+  assert list(xla_bridge._backends) == ["cpu"]
+  assert xla_bridge._backends["cpu"].device_count() == len(jaxon.devices())

@@ -14,10 +14,10 @@ JAX.
 jaxlib quietly runs `import jax` in a few `ArrayImpl` methods (`_arrays`, and
 `disassemble_into_single_device_arrays` on execution results) to install JAX's Python
 methods on its arrays. Under the alias that import finds jaxon; jaxlib then reads
-`jax.core.ShapedArray` (jaxon has it) and tries `jax._src.sharding_impls`, which jaxon
-lacks, so that last import fails quietly and is retried on every call, exactly as when no
-`jax` is installed. The buffers come back unchanged, and jaxon itself never calls those
-methods.
+`jax.core.ShapedArray` and imports `jax._src.sharding_impls` (both jaxon's) and finds none
+of JAX's array methods to install: the buffers come back unchanged, their shards with
+jaxlib's own `SingleDeviceSharding` (checked with sharded arrays and `pmap` under the
+alias).
 """
 from __future__ import annotations
 

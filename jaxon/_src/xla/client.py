@@ -44,6 +44,10 @@ num_cpu_devices = config.define(
     parse=_parse_num_cpu_devices)
 
 
+def backend_started() -> bool:
+  return _backend_started
+
+
 @functools.cache
 def backend() -> _jax.Client:
   # Locked: threads that first use jaxon at the same moment would each make a client, and
