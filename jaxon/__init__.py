@@ -24,15 +24,25 @@ from jaxon._src.dtypes import float0 as float0
 from jaxon._src.mesh import make_mesh as make_mesh
 from jaxon._src.xla.array import Array as Array
 from jaxon._src.xla.client import Device as Device
-from jaxon._src.api import (
-    ShapeDtypeStruct as ShapeDtypeStruct,
+from jaxon._src.devices import (
     block_until_ready as block_until_ready,
-    clear_caches as clear_caches,
     default_backend as default_backend,
     device_count as device_count,
     device_get as device_get,
     device_put as device_put,
     devices as devices,
+    host_count as host_count,
+    host_id as host_id,
+    host_ids as host_ids,
+    local_device_count as local_device_count,
+    local_devices as local_devices,
+    process_count as process_count,
+    process_index as process_index,
+    process_indices as process_indices,
+)
+from jaxon._src.api import (
+    ShapeDtypeStruct as ShapeDtypeStruct,
+    clear_caches as clear_caches,
     eval_shape as eval_shape,
     grad as grad,
     hessian as hessian,
@@ -43,15 +53,7 @@ from jaxon._src.api import (
     jvp as jvp,
     linear_transpose as linear_transpose,
     linearize as linearize,
-    local_device_count as local_device_count,
-    local_devices as local_devices,
     make_jaxpr as make_jaxpr,
-    process_count as process_count,
-    process_index as process_index,
-    process_indices as process_indices,
-    host_count as host_count,
-    host_id as host_id,
-    host_ids as host_ids,
     typeof as typeof,
     value_and_grad as value_and_grad,
     vjp as vjp,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import dtypes
-from jaxon._src.api import device_put
+from jaxon._src.devices import device_put
 from jaxon._src.numpy import lax_numpy
 
 printoptions = np.printoptions
