@@ -234,11 +234,24 @@ def _mlp_setup(fw: Framework) -> tuple[list, Any, Any, Callable]:
   return params, x, y, loss
 
 
-def _sgd_step(fw: Framework, loss: Callable) -> Callable:
+def _sgd_step(fw: Framework, loss: Callable, average: Callable = lambda grads: grads
+              ) -> Callable:
+  """One SGD step; `average` combines the gradients of data-parallel members (pmean)."""
   def step(params, x, y):
-    grads = fw.grad(loss)(params, x, y)
+    grads = average(fw.grad(loss)(params, x, y))
     return [(w - 0.01 * dw, b - 0.01 * db) for (w, b), (dw, db) in zip(params, grads)]
   return step
+
+
+def _chained(step: Callable, state: Any, *args: Any, fw: Framework, n: int = 10
+             ) -> Callable[[], Any]:
+  """A run of `n` calls, each taking the state the previous returned, waiting at the end."""
+  def run() -> Any:
+    out = state
+    for _ in range(n):
+      out = step(out, *args)
+    return fw.block_until_ready(out)
+  return run
 
 
 @workload("mlp_grad_compile", unit="trace+compile", repeat=7)
@@ -272,14 +285,7 @@ def mlp_grad_make_jaxpr(fw: Framework) -> Callable[[], Any]:
 def mlp_sgd_step(fw: Framework) -> Callable[[], Any]:
   """Steady state of a jitted SGD step of the MLP 784-512-512-10 at batch 128."""
   params, x, y, loss = _mlp_setup(fw)
-  step = fw.jit(_sgd_step(fw, loss))
-
-  def run() -> Any:
-    p = params
-    for _ in range(10):
-      p = step(p, x, y)
-    return fw.block_until_ready(p)
-  return run
+  return _chained(fw.jit(_sgd_step(fw, loss)), params, x, y, fw=fw)
 
 
 @workload("per_example_grads", unit="batch", repeat=15)
@@ -508,19 +514,11 @@ def pmap_mlp_step(fw: Framework) -> Callable[[], Any]:
   pmap = _pmap_of(fw)
   params, x, y, loss = _mlp_setup(fw)
 
-  def step(params, x, y):
-    grads = fw.lax.pmean(fw.grad(loss)(params, x, y), "batch")
-    return [(w - 0.01 * dw, b - 0.01 * db) for (w, b), (dw, db) in zip(params, grads)]
-  step = pmap(step, axis_name="batch")
+  step = pmap(_sgd_step(fw, loss, lambda grads: fw.lax.pmean(grads, "batch")),
+              axis_name="batch")
   replicated = [(fw.jnp.stack([w, w]), fw.jnp.stack([b, b])) for w, b in params]
   xs, ys = x.reshape(2, MLP_BATCH // 2, -1), y.reshape(2, MLP_BATCH // 2, -1)
-
-  def run() -> Any:
-    p = replicated
-    for _ in range(10):
-      p = step(p, xs, ys)
-    return fw.block_until_ready(p)
-  return run
+  return _chained(step, replicated, xs, ys, fw=fw)
 
 
 @workload("sharded_jit_mlp_step", unit="step", units_per_run=10)
@@ -537,14 +535,7 @@ def sharded_jit_mlp_step(fw: Framework) -> Callable[[], Any]:
   step = fw.jit(_sgd_step(fw, loss), in_shardings=(replicated, rows, rows),
                 out_shardings=replicated)
   params = fw.device_put(params, replicated)
-  x, y = fw.device_put(x, rows), fw.device_put(y, rows)
-
-  def run() -> Any:
-    p = params
-    for _ in range(10):
-      p = step(p, x, y)
-    return fw.block_until_ready(p)
-  return run
+  return _chained(step, params, fw.device_put(x, rows), fw.device_put(y, rows), fw=fw)
 
 
 @workload("pmap_psum_1mb", unit="call", units_per_run=10)
@@ -552,14 +543,7 @@ def pmap_psum_1mb(fw: Framework) -> Callable[[], Any]:
   """pmap(psum) of 1 MB per device (float32[262144]) over 2 devices, 10 chained calls."""
   pmap = _pmap_of(fw)
   f = pmap(lambda v: fw.lax.psum(v, "i") * 0.5, axis_name="i")
-  x0 = f(np.ones((2, 262144), np.float32))
-
-  def run() -> Any:
-    x = x0
-    for _ in range(10):
-      x = f(x)
-    return fw.block_until_ready(x)
-  return run
+  return _chained(f, f(np.ones((2, 262144), np.float32)), fw=fw)
 
 
 # ----------------------------------------------------------------------------- runner

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import logging
+import pathlib
 import pstats
 import re
 import sys
@@ -23,34 +24,17 @@ from typing import Any
 import numpy as np
 
 import jaxon
-import jaxon.numpy as jnp
 
-SIZES, BATCH = (784, 512, 512, 10), 128
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "benchmarks"))
+import run as benchmarks  # noqa: E402  (the MLP and loss the benchmarks time)
 
 # Functions inside which the time is XLA's (compiling), not Python's.
 _XLA_COMPILE = ("compile_and_load",)
 
 
-def _mlp() -> tuple[Any, Any, Any, Callable]:
-  rng = np.random.default_rng(0)
-  params = [(jnp.asarray(rng.normal(0, 0.05, (m, n)).astype(np.float32)),
-             jnp.asarray(np.zeros(n, np.float32))) for m, n in zip(SIZES[:-1], SIZES[1:])]
-  x = jnp.asarray(rng.normal(size=(BATCH, SIZES[0])).astype(np.float32))
-  y = jnp.asarray(np.eye(SIZES[-1], dtype=np.float32)[rng.integers(0, 10, BATCH)])
-
-  def loss(params, x, y):
-    for w, b in params[:-1]:
-      x = jnp.tanh(jnp.dot(x, w) + b)
-    w, b = params[-1]
-    logits = jnp.dot(x, w) + b
-    shifted = logits - jnp.max(logits, axis=-1, keepdims=True)
-    log_probs = shifted - jnp.log(jnp.sum(jnp.exp(shifted), axis=-1, keepdims=True))
-    return -jnp.mean(jnp.sum(log_probs * y, axis=-1))
-  return params, x, y, loss
-
-
 def _workloads() -> dict[str, Callable[[], Any]]:
-  params, x, y, loss = _mlp()
+  jaxon_framework = benchmarks.load_frameworks(with_jax=False)[0]
+  params, x, y, loss = benchmarks._mlp_setup(jaxon_framework)
 
   def jit_grad() -> Any:
     def fresh(*args):  # a new function object each time: no cache can answer
