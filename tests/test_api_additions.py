@@ -336,3 +336,12 @@ def test_xla_bridge_backends_as_chex_reads_them():
   jaxon.devices()  # starts the backend if no test before this one did
   assert list(xla_bridge._backends) == ["cpu"]
   assert xla_bridge._backends["cpu"].device_count() == len(jaxon.devices())
+
+
+def test_abstract_mesh_of_a_mesh_as_jax():
+  """JAX 0.10.2's values for `make_mesh((2, 2), ('x', 'y')).abstract_mesh`."""
+  mesh = jaxon.make_mesh((2, 2), ("x", "y"), devices=jaxon.devices()[:4]).abstract_mesh
+  assert repr(mesh) == ("AbstractMesh('x': 2, 'y': 2, axis_types=(Explicit, Explicit), "
+                        "device_kind=cpu, num_cores=None, platform=cpu)")
+  assert mesh.are_all_axes_explicit and mesh.size == 4 and not mesh.empty
+  assert mesh.axis_names == ("x", "y") and mesh.axis_sizes == (2, 2)

@@ -18,14 +18,6 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.xla import client
 
 
-def current_version() -> str:
-  return stablehlo.get_current_version()
-
-
-def minimum_version() -> str:
-  return stablehlo.get_minimum_version()
-
-
 def serialize(module: ir.Module, target_version: str, keep_shardy: bool = False) -> bytes:
   """`module` as a portable artifact readable by StableHLO `target_version` and later.
   `keep_shardy` keeps an SPMD module's `sdy` mesh and shardings as they are (JAX's mixed
