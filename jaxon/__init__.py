@@ -99,6 +99,7 @@ from jaxon import test_util as test_util
 from jaxon import scipy as scipy
 from jaxon import nn as nn
 from jaxon import random as random
+from jaxon import image as image
 from jaxon import ad_checkpoint as ad_checkpoint
 from jaxon import custom_derivatives as custom_derivatives
 from jaxon import custom_batching as custom_batching
@@ -112,6 +113,46 @@ from jaxon import dlpack as dlpack
 from jaxon import monitoring as monitoring
 from jaxon import profiler as profiler
 from jaxon import distributed as distributed
+from jaxon import ffi as ffi
+from jaxon import api_util as api_util
+from jaxon import extend as extend
+from jaxon._src.extend_core import ensure_compile_time_eval as ensure_compile_time_eval
+from jaxon._src.config import enable_x64 as enable_x64
+from jaxon._src.config_guards import (
+    allow_f16_reductions as allow_f16_reductions,
+    array_garbage_collection_guard as array_garbage_collection_guard,
+    auto_pcast as auto_pcast,
+    debug_key_reuse as debug_key_reuse,
+    default_device as default_device,
+    enable_custom_prng as enable_custom_prng,
+    jax2tf_associative_scan_reductions as jax2tf_associative_scan_reductions,
+    legacy_prng_key as legacy_prng_key,
+    no_execution as no_execution,
+    no_tracing as no_tracing,
+    remove_size_one_mesh_axis_from_type as remove_size_one_mesh_axis_from_type,
+    softmax_custom_jvp as softmax_custom_jvp,
+    thread_guard as thread_guard,
+    transfer_guard as transfer_guard,
+    transfer_guard_device_to_device as transfer_guard_device_to_device,
+    transfer_guard_device_to_host as transfer_guard_device_to_host,
+    transfer_guard_host_to_device as transfer_guard_host_to_device,
+)
+from jaxon._src.api_extras import (
+    copy_to_host_async as copy_to_host_async,
+    fwd_and_bwd as fwd_and_bwd,
+    live_arrays as live_arrays,
+    make_user_context as make_user_context,
+    print_environment_info as print_environment_info,
+)
+from jaxon._src.explicit_sharding import (
+    reshard as reshard,
+    set_mesh as set_mesh,
+    smap as smap,
+)
+from jaxon._src.xla.array import Shard as Shard
+from jaxon import lib as lib
+from jaxon import memory as memory
+from jaxon import version as version
 from jaxon._src.array_creation import (
     make_array_from_callback as make_array_from_callback,
     make_array_from_process_local_data as make_array_from_process_local_data,
@@ -121,8 +162,12 @@ from jaxon._src import leak_checker as _leak_checker  # noqa: F401  (its flag's 
 from jaxon._src.install import install_as_jax as install_as_jax
 from jaxon._src.pmap import pmap as pmap
 from jaxon._src.shard_map import shard_map as shard_map
+from jaxon import ref as ref
+from jaxon.ref import (Ref as Ref, empty_ref as empty_ref, free_ref as free_ref,
+                       freeze as freeze, new_ref as new_ref)
+from jaxon._src.state.types import ds as ds
 
-__version__ = "0.1.0"
+from jaxon.version import __version__ as __version__  # noqa: E402
 
 # Read by libraries as `jax._src.xla_bridge._backends` without importing it (chex).
 import jaxon._src.xla_bridge  # noqa: E402, F401

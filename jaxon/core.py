@@ -22,6 +22,13 @@ from jaxon._src.core import (
     raise_to_shaped as raise_to_shaped,
     valid_jaxtype as valid_jaxtype,
 )
+from jaxon._src.core import Atom as Atom
+from jaxon._src.extend_core import (
+    ParamDict as ParamDict,
+    Value as Value,
+    ensure_compile_time_eval as ensure_compile_time_eval,
+    eval_context as eval_context,
+)
 from jaxon._src.jaxpr_parser import (
     jaxpr_from_text as jaxpr_from_text,
     jaxpr_to_text as jaxpr_to_text,

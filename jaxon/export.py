@@ -25,3 +25,9 @@ from jaxon._src.export.shape_poly import SymbolicScope as SymbolicScope
 from jaxon._src.export.shape_poly import is_symbolic_dim as is_symbolic_dim
 from jaxon._src.export.shape_poly import symbolic_args_specs as symbolic_args_specs
 from jaxon._src.export.shape_poly import symbolic_shape as symbolic_shape
+from jaxon._src.export.serialization import (
+    register_namedtuple_serialization as register_namedtuple_serialization,
+)
+from jaxon._src.export.serialization import (
+    register_pytree_node_serialization as register_pytree_node_serialization,
+)

@@ -8,6 +8,7 @@ from jaxon._src.random import (
     fold_in as fold_in,
     key as key,
     key_data as key_data,
+    key_dtype as key_dtype,
     key_impl as key_impl,
     split as split,
     wrap_key_data as wrap_key_data,

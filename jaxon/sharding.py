@@ -6,3 +6,15 @@ from jaxon._src.sharding_impls import (
     PartitionSpec as PartitionSpec,
     SingleDeviceSharding as SingleDeviceSharding,
 )
+from jaxon._src.explicit_sharding import (
+    AbstractDevice as AbstractDevice,
+    ManualAxisType as ManualAxisType,
+    auto_axes as auto_axes,
+    explicit_axes as explicit_axes,
+    get_abstract_mesh as get_abstract_mesh,
+    get_mesh as get_mesh,
+    make_single_device_sharding as make_single_device_sharding,
+    reshard as reshard,
+    set_mesh as set_mesh,
+    use_abstract_mesh as use_abstract_mesh,
+)

@@ -9,7 +9,7 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 N = 4  # members of the mapped axis
 

@@ -184,11 +184,6 @@ def test_contexts_without_a_default_need_a_value():
   assert jaxon.debug_nans.value is False
 
 
-def test_x64_has_no_context_manager():
-  with pytest.raises(TypeError, match="jax_enable_x64 has no context manager in jaxon"):
-    config_mod.enable_x64(True)
-
-
 def test_contexts_are_thread_local():
   """A context manager changes its own thread only; `config.update` changes every thread
   that has not overridden the flag."""

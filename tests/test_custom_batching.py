@@ -9,7 +9,7 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon.custom_batching import custom_vmap, sequential_vmap
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 
 def make_scaled_sin(calls):

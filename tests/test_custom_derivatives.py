@@ -14,7 +14,7 @@ import jaxon
 import jaxon.numpy as jnp
 from jaxon import grad, jacfwd, jacrev, jit, jvp, lax, make_jaxpr, vmap
 from jaxon.errors import UnexpectedTracerError
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 
 @jaxon.custom_jvp

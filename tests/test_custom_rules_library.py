@@ -17,7 +17,7 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import grad, jit, jvp, vmap
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 inf, nan = np.inf, np.nan
 

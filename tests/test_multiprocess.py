@@ -330,3 +330,9 @@ def test_make_array_errors_name_the_block():
     jaxon.make_array_from_process_local_data(sharding, FULL, (8, 8))
   with pytest.raises(TypeError, match="must be a NamedSharding or SingleDeviceSharding"):
     jaxon.make_array_from_callback(FULL.shape, PartitionSpec("x"), lambda index: FULL)
+
+
+def test_host_local_arrays_become_one_global_array_and_back(reports):
+  for pid, report in enumerate(reports):
+    assert report["host_local_global"] == {
+        "global_shape": [8], "sum": 52.0, "back": (np.arange(4.0) + 10 * pid).tolist()}

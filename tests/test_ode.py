@@ -7,7 +7,7 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon.experimental.ode import odeint
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 T = np.linspace(0.0, 2.0, 5, dtype=np.float32)
 

@@ -24,8 +24,8 @@ import jaxon.numpy as jnp
 from jaxon import random
 from jaxon._src import dtypes, prng
 from jaxon._src.config import config
-from jaxon.test_util import check_grads
 from tests.conftest import flag_set
+from tests.util import check_grads
 
 
 @pytest.fixture(params=[True, False], ids=["partitionable", "original"])

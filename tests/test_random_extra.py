@@ -17,7 +17,7 @@ import scipy.stats as ost
 
 import jaxon
 from jaxon import random
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 KEY = random.PRNGKey(1234)
 

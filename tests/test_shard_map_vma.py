@@ -13,7 +13,7 @@ from jaxon import lax
 from jaxon.experimental import shard_map as experimental_shard_map
 from jaxon.sharding import Mesh
 from jaxon.sharding import PartitionSpec as P
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 pytestmark = pytest.mark.skipif(jaxon.device_count() < 8, reason="needs 8 devices")
 

@@ -11,7 +11,7 @@ import jaxon.numpy as jnp
 from jaxon import lax
 from jaxon.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from jaxon.sharding import PartitionSpec as P
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +90,8 @@ def test_device_put_round_trips_and_shards(mesh):
   tree = jaxon.device_put({"a": A, "b": [A[0]]}, {"a": s, "b": jaxon.devices()[1]})
   assert tree["a"].sharding == s and tree["b"][0].devices() == {jaxon.devices()[1]}
   assert "Array([[ 0.,  1.,  2.,  3.]," in repr(x) and repr(x).endswith("dtype=float32)")
+  scalar = jaxon.device_put(np.int32(7), NamedSharding(mesh, P()))  # 0-d blocks, not (1,)
+  assert repr(scalar) == "Array(7, dtype=int32)" and scalar.addressable_shards[3].data.shape == ()
 
 
 def test_eager_ops_and_jit_follow_committed_arguments(mesh):

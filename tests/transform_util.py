@@ -11,7 +11,7 @@ import numpy as np
 
 import jaxon
 from jaxon._src import dtypes
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 
 def _stack_along(xs: Sequence[np.ndarray], axis: int) -> np.ndarray:

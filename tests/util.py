@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import jaxon
+from jaxon.test_util import check_grads as public_check_grads
 from tests.conftest import tolerance
 
 # The dtypes the primitive and jaxon.numpy tests sweep over.
@@ -52,3 +53,23 @@ def check(name, fun, args, expected):
   avals = jaxon.make_jaxpr(fun)(*args).out_avals
   assert [(a.shape, a.dtype) for a in avals] == [(w.shape, w.dtype) for w in wants], (
       f"{name} of {inputs}: abstract evaluation gives {avals}")
+
+
+# This suite's finite-difference step and tolerance by dtype, as JAX's own test suite
+# sets its own (looser than `jax.test_util`'s defaults, which users get): one step that
+# balances truncation against rounding error for every function the suite checks.
+_GRAD_SETTINGS = {F16: (1e-1, 1e-1), BF16: (1e-1, 1e-1), F32: (1e-3, 2e-2),
+                  np.dtype(np.complex64): (1e-3, 2e-2), F64: (1e-6, 1e-5),
+                  np.dtype(np.complex128): (1e-6, 1e-5)}
+
+
+def check_grads(f, args, order, modes=("fwd", "rev"), atol=None, rtol=None, eps=None):
+  """`jaxon.test_util.check_grads` with this suite's step and tolerance for the widest
+  inexact dtype among `args` (each can still be given)."""
+  settings = [_GRAD_SETTINGS.get(np.dtype(jaxon.dtypes.canonicalize_dtype(np.result_type(x))),
+                                 (1e-3, 2e-2))
+              for x in jaxon.tree_util.tree_leaves(args)
+              if jaxon.numpy.issubdtype(np.result_type(x), np.inexact)] or [(1e-3, 2e-2)]
+  step, tol = max(s[0] for s in settings), max(s[1] for s in settings)
+  public_check_grads(f, args, order, modes, tol if atol is None else atol,
+                     tol if rtol is None else rtol, step if eps is None else eps)

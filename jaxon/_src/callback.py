@@ -13,6 +13,7 @@ against the declared shapes and dtypes (a mismatch raises, as in JAX, a runtime 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -240,28 +241,32 @@ def _pure_callback_lowering(ctx: mlir.LoweringRuleContext, *args: ir.Value,
   return emit_python_callback(ctx, callback, args, has_side_effect=False)
 
 
-def _pure_callback_batch(axis_data: batching.AxisData, args: Sequence[Any],
-                         dims: Sequence[int | None], *, vmap_method: str | None,
-                         result_avals: tuple[ShapedArray, ...], **params: Any
-                         ) -> tuple[list[Any], list[int]]:
+def batch_by_vmap_method(primitive: core.Primitive, axis_data: batching.AxisData,
+                         args: Sequence[Any], dims: Sequence[int | None], *,
+                         vmap_method: str | None, result_avals: tuple[ShapedArray, ...],
+                         relayout: Callable[[dict, Sequence[int | None], str], dict] | None
+                         = None, **params: Any) -> tuple[list[Any], list[int]]:
+  """JAX's `vmap_method` for a call it cannot see into (`pure_callback`, `ffi_call`): one
+  call per example in a loop, or one call on arguments batched along a new leading axis
+  (an unbatched one given a leading axis of 1, or of the batch size for "broadcast_all";
+  left as it is for "legacy_vectorized"). `relayout` adjusts the batched call's params."""
   size = axis_data.size
   args = [x if d is None else batching.moveaxis(x, d, 0) for x, d in zip(args, dims)]
   batched_avals = tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
   if vmap_method in ("sequential", "sequential_unrolled"):
-    outs = _sequential(pure_callback_p, args, dims, unroll=vmap_method != "sequential",
+    outs = _sequential(primitive, args, dims, unroll=vmap_method != "sequential",
                        vmap_method=vmap_method, result_avals=result_avals, **params)
-  elif vmap_method in ("expand_dims", "broadcast_all"):
-    lead = size if vmap_method == "broadcast_all" else 1
-    args = [lax.broadcast(x, (lead,)) if d is None else x for x, d in zip(args, dims)]
-    outs = pure_callback_p.bind(*args, vmap_method=vmap_method, result_avals=batched_avals,
-                                **params)
-  elif vmap_method == "legacy_vectorized":
-    outs = pure_callback_p.bind(*args, vmap_method=vmap_method, result_avals=batched_avals,
-                                **params)
+  elif vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
+    if vmap_method != "legacy_vectorized":
+      lead = size if vmap_method == "broadcast_all" else 1
+      args = [lax.broadcast(x, (lead,)) if d is None else x for x, d in zip(args, dims)]
+    if relayout is not None:
+      params = relayout(params, dims, vmap_method)
+    outs = primitive.bind(*args, vmap_method=vmap_method, result_avals=batched_avals, **params)
   else:
     raise NotImplementedError(
-        "vmap is only supported for the pure_callback primitive when vmap_method is one of "
-        "'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
+        f"vmap is only supported for the {primitive.name} primitive when vmap_method is one "
+        "of 'sequential', 'sequential_unrolled', 'expand_dims', 'broadcast_all', or "
         f"'legacy_vectorized'. Got {vmap_method=}.")
   return list(outs), [0] * len(outs)
 
@@ -283,7 +288,8 @@ pure_callback_p.def_impl(_pure_callback_impl)
 pure_callback_p.def_abstract_eval(_callback_abstract_eval)
 ad.primitive_jvps[pure_callback_p] = _pure_callback_jvp
 ad.primitive_transposes[pure_callback_p] = _pure_callback_transpose
-batching.fancy_primitive_batchers[pure_callback_p] = _pure_callback_batch
+batching.fancy_primitive_batchers[pure_callback_p] = functools.partial(
+    batch_by_vmap_method, pure_callback_p)
 mlir.register_lowering(pure_callback_p, _pure_callback_lowering)
 
 

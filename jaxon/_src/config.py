@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 _UNSET: Any = object()
-_GLOBAL_ONLY: Any = object()  # the `context_default` of a flag without a context manager
 
 
 class _Values(threading.local):
@@ -118,10 +117,6 @@ class Flag:
       watcher()
 
   def __call__(self, new_value: Any = _UNSET) -> _FlagContext:
-    if self._context_default is _GLOBAL_ONLY:
-      raise TypeError(f"{self.name} has no context manager in jaxon: its readers keep the "
-                      f"global value; set it with config.update({self.name!r}, value) "
-                      "before computing.")
     if new_value is _UNSET:
       if self._context_default is _UNSET:
         raise TypeError(f"Context manager for {self.__name__} config option requires an "
@@ -288,7 +283,7 @@ config = Config()
 # float32 products in full precision whatever the lowered program asks).
 enable_x64 = config.define(
     "jax_enable_x64", False, "Enable 64-bit types (float64, int64, complex128).",
-    trace_context=True, context_default=_GLOBAL_ONLY)
+    trace_context=True)
 threefry_partitionable = config.define(
     "jax_threefry_partitionable", True,
     "Generate random bits in a way that shards without communication.", trace_context=True)

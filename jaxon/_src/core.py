@@ -39,6 +39,7 @@ from jaxon._src import pretty_printer as pp
 from jaxon._src import traceback_util
 from jaxon._src.errors import (
     ConcretizationTypeError,
+    JaxprTypeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
@@ -250,12 +251,20 @@ class Primitive:
   def __repr__(self) -> str:
     return self.name
 
+  # `hook(primitive, trace, args, params)`, when set, stands in for `trace.process_primitive`:
+  # how primitives that may take mutable refs (loops, cond, pjit) discharge them (`state`).
+  bind_hook: Callable[[Primitive, Trace, Sequence[Any], dict], Any] | None = None
+
   def bind(self, *args: Any, **params: Any) -> Any:
     """Applies the primitive through the current trace."""
+    if self.bind_hook is not None:
+      return self.bind_hook(self, _trace_state.trace, args, params)
     return _trace_state.trace.process_primitive(self, args, params)
 
   def bind_with_trace(self, trace: Trace, args: Sequence[Any], params: dict) -> Any:
     with set_current_trace(trace):
+      if self.bind_hook is not None:
+        return self.bind_hook(self, trace, args, params)
       return trace.process_primitive(self, args, params)
 
   def impl(self, *args: Any, **params: Any) -> Any:
@@ -271,6 +280,11 @@ class Primitive:
   def def_abstract_eval(self, abstract_eval: Callable) -> Callable:
     self.abstract_eval = abstract_eval
     return abstract_eval
+
+  def is_effectful(self, params: dict) -> bool:
+    """Whether an application with `params` is effectful; a primitive whose params decide
+    (an FFI call declared with a side effect) overrides it."""
+    return self.effectful
 
 
 # ----------------------------------------------------------------------------- traces
@@ -495,8 +509,8 @@ def _entry_site(frame: types.FrameType | None) -> tuple[str, str, int, str] | No
   if frame is None or entry is None:
     return None
   api = entry.co_qualname.partition(".")[0]
-  return ("jit" if api == "PjitFunction" else api, frame.f_code.co_filename, frame.f_lineno,
-          frame.f_code.co_name)
+  api = {"PjitFunction": "jit", "PmapFunction": "pmap"}.get(api, api)
+  return (api, frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
 
 
 class Tracer:
@@ -644,7 +658,13 @@ class Literal:
     self.aval = aval
 
   def __repr__(self) -> str:
-    return str(self.val)
+    text = str(self.val)
+    # ml_dtypes' floats (bfloat16, float8_*) print whole values as integers: a reader
+    # would take `1` for an int32.
+    if (np.dtype(self.aval.dtype).kind in "fV" and self.aval.dtype != dtypes.float0
+        and not any(c in text for c in ".eEin")):
+      text += ".0"
+    return text
 
 
 Atom = Var | Literal
@@ -742,13 +762,19 @@ def has_effects(primitive: Primitive, params: dict) -> bool:
   """Whether applying `primitive` with `params` must happen even if nothing reads its
   outputs: it is effectful, or it carries a jaxpr (a loop body, a branch, a nested jit)
   with an effectful equation."""
-  if primitive.effectful:
+  if primitive.is_effectful(params):
     return True
   for value in params.values():
     inner = value if type(value) is tuple else (value,)
     if any(isinstance(j, (Jaxpr, ClosedJaxpr)) and jaxpr_has_effects(j) for j in inner):
       return True
   return False
+
+
+def carries_jaxprs(params: dict) -> bool:
+  """Whether a primitive's `params` hold a jaxpr (a loop body, a branch, a nested jit)."""
+  return any(isinstance(j, (Jaxpr, ClosedJaxpr))
+             for value in params.values() for j in (value if type(value) is tuple else (value,)))
 
 
 def eqn_has_effects(eqn: JaxprEqn) -> bool:
@@ -765,17 +791,17 @@ def check_jaxpr(jaxpr: Jaxpr) -> None:
   for eqn in jaxpr.eqns:
     for atom in eqn.invars:
       if type(atom) is not Literal and atom not in bound:
-        raise TypeError(f"jaxpr variable {atom} used before it is bound, in {eqn}")
+        raise JaxprTypeError(f"jaxpr variable {atom} used before it is bound, in {eqn}")
     out = eqn.primitive.abstract_eval(*[a.aval for a in eqn.invars], **eqn.params)
     out_avals = out if eqn.primitive.multiple_results else [out]
     for v, aval in zip(eqn.outvars, out_avals):
       if v.aval.shape != aval.shape or v.aval.dtype != aval.dtype:
-        raise TypeError(f"equation {eqn} binds {v.aval.str_short()} but its primitive "
+        raise JaxprTypeError(f"equation {eqn} binds {v.aval.str_short()} but its primitive "
                         f"gives {aval.str_short()}")
     bound.update(eqn.outvars)
   for atom in jaxpr.outvars:
     if type(atom) is not Literal and atom not in bound:
-      raise TypeError(f"jaxpr output {atom} is never bound")
+      raise JaxprTypeError(f"jaxpr output {atom} is never bound")
 
 
 # ----------------------------------------------------------------------------- printing

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes, sharding_impls, tree_util
+from jaxon._src import config_guards, core, dtypes, sharding_impls, tree_util
 from jaxon._src.lax import sharding_constraint
 from jaxon._src.xla import client, executable
 from jaxon._src.xla.array import Array
@@ -84,6 +84,11 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
   Raises:
     ValueError: `device` is not a tree prefix of `x` (a list of devices for one array).
   """
+  with config_guards.explicit_transfer():
+    return _device_put(x, device)
+
+
+def _device_put(x: Any, device: Any) -> Any:
   if device is None:
     return tree_util.tree_map(
         lambda leaf: leaf if isinstance(leaf, core.Tracer) else executable.device_put(leaf), x)

@@ -17,7 +17,8 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from jaxon._src.config import config, values as config_values, x64_enabled
+from jaxon._src.config import (config, enable_x64 as enable_x64_flag, values as config_values,
+                               x64_enabled)
 
 bfloat16 = np.dtype(ml_dtypes.bfloat16).type
 float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn).type
@@ -29,6 +30,8 @@ float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz).type
 float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz).type
 float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu).type
 float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn).type
+float6_e2m3fn = np.dtype(ml_dtypes.float6_e2m3fn).type
+float6_e3m2fn = np.dtype(ml_dtypes.float6_e3m2fn).type
 bool_ = np.bool_
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64
 uint8, uint16, uint32, uint64 = np.uint8, np.uint16, np.uint32, np.uint64
@@ -87,7 +90,8 @@ def is_extended(dt: Any) -> bool:
 # The narrow floats: each promotes only with itself and with weak (Python) scalars.
 _FP8_DTYPES = [np.dtype(t) for t in (float8_e4m3fn, float8_e5m2, float8_e4m3b11fnuz,
                                      float8_e4m3, float8_e3m4, float8_e4m3fnuz,
-                                     float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn)]
+                                     float8_e5m2fnuz, float8_e8m0fnu, float4_e2m1fn,
+                                     float6_e2m3fn, float6_e3m2fn)]
 _CUSTOM_FLOATS = [np.dtype(bfloat16), *_FP8_DTYPES]
 _BOOL, _F16, _BF16 = np.dtype(bool), np.dtype(float16), np.dtype(bfloat16)
 
@@ -118,6 +122,8 @@ def _track_x64(name: str, value: Any) -> None:
 
 
 config.on_update(_track_x64)
+# `with jaxon.enable_x64(...)` too: the thread that enters or leaves the block notifies.
+enable_x64_flag.watch(lambda: _track_x64("jax_enable_x64", config_values.jax_enable_x64))
 
 
 # The inexact dtypes arrays can have, by x64 flag: `sin` of one needs no conversion.
@@ -481,8 +487,8 @@ def short_name(dt: np.dtype) -> str:
     return "bool"
   if dt == _BF16:
     return "bf16"
-  if dt in _FP8_DTYPES:
-    return dt.name
+  if dt in _FP8_DTYPES:  # float8_e4m3fn prints as f8_e4m3fn
+    return dt.name.replace("float", "f", 1)
   return f"{dt.kind}{dt.itemsize * 8}"
 
 

@@ -29,6 +29,11 @@ class JAXIndexError(IndexError):
   pass
 
 
+class JaxprTypeError(TypeError):
+  """A jaxpr that is not well typed: a variable used before it is bound, or an equation
+  whose outputs are not what its primitive gives (`core.check_jaxpr`)."""
+
+
 class ConcretizationTypeError(JAXTypeError):
   def __init__(self, tracer, context: str = ""):
     super().__init__(

@@ -68,6 +68,9 @@ class Lexer:
     if i == n:
       self._pos = i
       return Token("end", "", i)
+    if text.startswith("<-", i):  # a ref write or read: `r[0] <- v`, `x:f32[] <- r[0]`
+      self._pos = i + 2
+      return Token("word", "<-", i)
     if text[i] in _PUNCTUATION or (text[i] == "." and _ends_word(text, i)):
       self._pos = i + 1
       return Token("punct", text[i], i)
@@ -119,7 +122,7 @@ DTYPES_BY_NAME: dict[str, np.dtype] = {np.dtype(t).name: np.dtype(t) for t in (
     np.float16, np.float32, np.float64, np.complex64, np.complex128, dtypes.bfloat16,
     dtypes.float8_e4m3fn, dtypes.float8_e5m2, dtypes.float8_e4m3b11fnuz, dtypes.float8_e4m3,
     dtypes.float8_e3m4, dtypes.float8_e4m3fnuz, dtypes.float8_e5m2fnuz,
-    dtypes.float8_e8m0fnu, dtypes.float4_e2m1fn)}
+    dtypes.float8_e8m0fnu, dtypes.float4_e2m1fn, dtypes.float6_e2m3fn, dtypes.float6_e3m2fn)}
 _DTYPES_BY_SHORT_NAME: dict[str, np.dtype] = {
     dtypes.short_name(d): d for d in (*DTYPES_BY_NAME.values(), dtypes.float0)}
 # Extension point: the PRNG implementations whose keys (`key<fry>`) and `impl=fry` params

@@ -11,15 +11,19 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
-from jaxon._src import prng_keys
+import numpy as np
+
+from jaxon._src import prng_keys, tree_util
 from jaxon._src.config import config
-from jaxon._src.core import ClosedJaxpr, Jaxpr
+from jaxon._src.core import ClosedJaxpr, Jaxpr, ShapedArray
 from jaxon._src.export import shape_poly
 from jaxon._src.jaxpr_lexer import DTYPES_BY_NAME, PRNG_IMPLS, literal_kind
-from jaxon._src.lax import convolution, fft, lax, slicing
+from jaxon._src.lax import barriers_tokens, convolution, fft, lax, rng_bits, slicing
 from jaxon._src.lax import custom_derivatives as cd
+from jaxon._src.lax import ragged_dot
+from jaxon._src.lax import linalg as lax_linalg
 from jaxon._src.lax.control_flow import remat, solves
-from jaxon._src.lax.dot_general import Precision
+from jaxon._src.lax.dot_general import DotAlgorithm, DotAlgorithmPreset, Precision
 
 # ----------------------------------------------------------------------------- values
 # A param's text parses to a tree of these (and tuples and lists of them); `read_value`
@@ -63,9 +67,11 @@ class Unreadable(Exception):
 # whose members print as `Name.MEMBER`.
 CONSTRUCTORS: dict[str, Callable[..., Any]] = {c.__name__: c for c in (
     slicing.GatherDimensionNumbers, slicing.ScatterDimensionNumbers,
-    convolution.ConvDimensionNumbers, solves._SolveJaxprs)}
+    convolution.ConvDimensionNumbers, solves._SolveJaxprs, DotAlgorithm,
+    ragged_dot.RaggedDotDimensionNumbers)}
 _ENUMS: dict[str, Any] = {e.__name__: e for e in (
-    Precision, slicing.GatherScatterMode, fft.FftType)}
+    Precision, slicing.GatherScatterMode, fft.FftType, lax_linalg.SvdAlgorithm,
+    barriers_tokens.ArrayCopySemantics)}
 
 
 class Dims:
@@ -203,6 +209,13 @@ def _read_dot_dimension_numbers(node: Any) -> tuple:
   return ((tuple(lhs_contract), tuple(rhs_contract)), (tuple(lhs_batch), tuple(rhs_batch)))
 
 
+def _read_dot_precision(node: Any) -> Any:
+  """A dot algorithm preset prints as its bare name (`precision=F32_F32_F32`)."""
+  if type(node) is Word and node.text in DotAlgorithmPreset.__members__:
+    return DotAlgorithmPreset[node.text]
+  return read_value(node)
+
+
 def _saved_rule_reader(saved: type) -> Callable[[Any], Any]:
   """A custom derivative's rule: a jaxpr where the text was saved with its rules (see
   `cd.save_rules`), else its name (a rule that cannot be run)."""
@@ -223,14 +236,79 @@ WORD_VALUES: dict[str, Any] = {}
 # its value's (name, size) axes). Extension point.
 AXIS_BINDING_PARAMS: dict[str, tuple[str, Callable[[Any], Sequence[tuple[Any, int]]]]] = {}
 
+# The comparisons a windowed select (select_and_scatter_add, ...) names by primitive.
+_SELECT_PRIMS = {"ge": lax.ge_p, "le": lax.le_p}
+
+
+def _read_treedef(node: Call) -> Any:
+  """`PyTreeDef((*, {'a': *}))` (a composite attribute's structure): `*` marks a leaf;
+  tuples, lists, dicts and None nest."""
+  leaf = object()
+
+  def build(n: Any) -> Any:
+    if type(n) is tuple:
+      return tuple(map(build, n))
+    if type(n) is list:
+      return list(map(build, n))
+    if type(n) is Braces and all(type(p) is Pair for p in n.items):
+      return {read_value(p.key): build(p.value) for p in n.items}
+    if type(n) is Word and n.text == "*":
+      return leaf
+    if type(n) is Word and n.text == "None":
+      return None
+    raise Unreadable(f"`PyTreeDef({call_text(node.args[0])})` names a node type the reader "
+                     "does not know")
+  return tree_util.tree_structure(build(node.args[0]), is_leaf=lambda x: x is leaf)
+
+
+def _read_hashable_array(node: Call) -> Any:
+  """`HashableArray(array([1, 2], dtype=int32))`: a composite's NumPy array attribute."""
+  (array,) = node.args
+  dtype = array.kwargs.get("dtype")
+  return barriers_tokens.HashableArray(np.array(
+      read_value(array.args[0]), dtype=None if dtype is None else read_value(dtype)))
+
+
+CALL_READERS.update(PyTreeDef=_read_treedef, HashableArray=_read_hashable_array)
+
+
+def _read_shaped_array(node: Call) -> Any:
+  """`ShapedArray(float32[2,3])` (an FFI call's result avals): parsed as the dtype's
+  word, then the list of dimensions."""
+  dtype, dims = node.args
+  return ShapedArray(tuple(read_value(dims)), DTYPES_BY_NAME[dtype.text])
+
+
+def _numpy_scalar_reader(dtype: np.dtype) -> Callable[[Call], Any]:
+  """`np.float32(2.0)`: a NumPy scalar (an FFI call's attribute), as NumPy 2 prints it."""
+  return lambda node: dtype.type(read_value(node.args[0]))
+
+
+CALL_READERS.update({f"np.{name}": _numpy_scalar_reader(np.dtype(name))
+                     for name in ("int8", "int16", "int32", "int64", "uint8", "uint16",
+                                  "uint32", "uint64", "float16", "float32", "float64")})
+CALL_READERS["ShapedArray"] = _read_shaped_array
+WORD_VALUES.update({"np.True_": np.True_, "np.False_": np.False_})
+
 # Readers of params whose text does not say their type, by (primitive name, param name);
 # a None primitive name applies to every primitive. Extension point.
 PARAM_READERS: dict[tuple[str | None, str], Callable[[Any], Any]] = {
     (None, "name"): read_string,
     ("dot_general", "dimension_numbers"): _read_dot_dimension_numbers,
+    ("dot_general", "precision"): _read_dot_precision,
+    ("ragged_dot_general", "precision"): _read_dot_precision,
     ("round", "rounding_method"): lambda node: lax.RoundingMethod(read_value(node)),
+    ("rng_bit_generator", "algorithm"): lambda node: rng_bits.RandomAlgorithm[node.text],
+    ("select_and_scatter_add", "select_prim"): lambda node: _SELECT_PRIMS[node.text],
+    ("select_and_gather_add", "select_prim"): lambda node: _SELECT_PRIMS[node.text],
+    ("select_and_scatter", "select_jaxpr"): _read_open_jaxpr,
+    ("select_and_scatter", "scatter_jaxpr"): _read_open_jaxpr,
     ("random_seed", "impl"): _read_prng_impl,
     ("random_wrap", "impl"): _read_prng_impl,
+    ("ffi_call", "target_name"): read_string,
+    ("ffi_call", "vmap_method"): lambda node: None if node.text == "None" else node.text,
+    ("ffi_call", "legacy_backend_config"): lambda node: (None if node.text == "None"
+                                                         else node.text),
     ("remat2", "jaxpr"): _read_open_jaxpr,
     ("remat2", "policy"): _read_policy,
     ("custom_jvp_call", "jvp"): read_string,
@@ -262,10 +340,13 @@ PARAM_COMPLETIONS: dict[str, Callable[[dict], dict]] = {
 UNREADABLE_PRIMITIVES: dict[str, str] = {
     "custom_lin": "its backward rule is a Python function, which the text names only",
     "custom_vmap_call": "its batching rule is a Python function, which the text names only",
+    "linear_call": "its transpose is a Python thunk, which the text names only",
     "pure_callback": "it calls a Python function on the host (a host callback)",
     "io_callback": "it calls a Python function on the host (a host callback)",
     "debug_callback": "it calls a Python function on the host (a host callback)",
     "debug_print": "it prints from the host (a host callback)",
     "check": "checkify's error messages are not in the text",
+    "empty_ref": "its `ty` param prints as JAX's bare `float32[2]`, which no reader parses",
+    "todense": "sparse.todense's `tree` param is a treedef naming Python classes (BCOO)",
 }
 

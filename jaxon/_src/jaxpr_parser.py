@@ -46,6 +46,7 @@ from jaxon._src.jaxpr_param_readers import (
     UNREADABLE_PRIMITIVES, Braces, Call, Dims, Pair, ParsedJaxpr, Unreadable, Word,
     current_dims, read_value)
 from jaxon._src.lax import custom_derivatives as cd
+from jaxon._src.state.types import AbstractRef, indexed_shape
 
 # ----------------------------------------------------------------------------- primitives
 
@@ -148,6 +149,12 @@ class _Parser:
     return var
 
   def type(self) -> ShapedArray:
+    if self.lex.peek().text == "Ref" and self.lex.peek(1).text == "{":  # a mutable ref
+      self.lex.next()
+      self.lex.next()
+      inner = self.type()
+      self.lex.expect("}", "'}' closing the Ref type")
+      return AbstractRef(inner)
     token = self.lex.expect_word("a type such as f32[2,3]")
     dtype = dtype_from_short_name(token.text)
     if dtype is None:
@@ -202,9 +209,14 @@ class _Parser:
   def eqn(self, scope: dict[str, Var]) -> JaxprEqn:
     outvars = []
     if self.lex.peek(1).text == ":":
-      while self.lex.peek().text != "=":
+      while self.lex.peek().text not in ("=", "<-", ","):
         outvars.append(self.binder(scope))
+      if self.lex.peek().text != "=":
+        return self.ref_eqn(scope, outvars)
       self.lex.next()
+    elif self.lex.peek(1).text == "[" and type(getattr(
+        scope.get(self.lex.peek().text), "aval", None)) is AbstractRef:
+      return self.ref_eqn(scope, outvars)
     name = self.lex.expect_word("an equation")
     if name.text in UNREADABLE_PRIMITIVES:
       raise self.lex.error(f"`{name.text}` cannot be read back from a jaxpr's text: "
@@ -222,6 +234,72 @@ class _Parser:
     eqn = JaxprEqn(invars, outvars, primitive, params)
     self.check_types(eqn, name)
     return eqn
+
+  def ref_eqn(self, scope: dict[str, Var], outvars: list[Var]) -> JaxprEqn:
+    """A ref's read `x <- r[i]`, write `r[i] <- v` (`x, r[i] <- r[i], v` when the old
+    value is used) or accumulation `r[i] += v` (JAX's forms)."""
+    start = self.lex.peek()
+    if start.text == "<-":  # a read
+      self.lex.next()
+      ref, indexer, idx = self.ref_index(scope)
+      return JaxprEqn([ref, *idx], outvars, _primitive("get"), {"indexer": indexer})
+    if start.text == ",":
+      self.lex.next()
+    ref, indexer, idx = self.ref_index(scope)
+    name = "swap"
+    if self.lex.peek().text == "+" and self.lex.peek(1).text == "=":
+      self.lex.next()
+      self.lex.next()
+      name = "addupdate"
+    else:
+      self.lex.expect("<-", "'<-' or '+=' after a ref's index")
+      if outvars:
+        self.ref_index(scope)
+        self.lex.expect(",", "',' before the written value")
+      else:
+        outvars = [DropVar(ShapedArray(indexed_shape(indexer, ref.aval.shape),
+                                       ref.aval.dtype))]
+    value = self.operands(scope, [ref, *outvars])
+    if len(value) != 1:
+      raise self.lex.error("expected one value written to the ref", start.pos)
+    eqn = JaxprEqn([ref, *idx, *value], outvars, _primitive(name), {"indexer": indexer})
+    self.check_types(eqn, start)
+    return eqn
+
+  def ref_index(self, scope: dict[str, Var]) -> tuple[Var, tuple, list[core.Atom]]:
+    """`r[...]`, `r[1:3,i]`, `r[d:d+2,:]`: the ref, its indexer and the index operands."""
+    token = self.lex.expect_word("a ref")
+    ref = scope.get(token.text)
+    if ref is None or type(ref.aval) is not AbstractRef:
+      raise self.lex.error(f"{token.text} is not a ref", token.pos)
+    self.lex.expect("[", "'[' and the ref's index")
+    entries: list[list[str]] = [[]]
+    while self.lex.peek().text != "]":
+      text = self.lex.next().text
+      if text == ",":
+        entries.append([])
+      else:
+        entries[-1].append(text)
+    self.lex.next()
+    if entries == [["..."]]:
+      return ref, (), []
+    indexer, idx = [], []
+    for parts, n in zip(entries, ref.aval.shape):
+      if ":" not in parts:
+        indexer.append(("int",))
+        text = parts[0]
+        idx.append(scope[text] if text in scope else
+                   self.literal(text, token.pos, None, [np.dtype(np.int32)]))
+      elif parts[0] in scope:  # `d:d+size[:stride]`
+        indexer.append(("dslice", int(parts[2].rpartition("+")[2]),
+                        int(parts[4]) if len(parts) > 4 else 1))
+        idx.append(scope[parts[0]])
+      else:
+        bounds = " ".join(parts).split(":")
+        start, stop, stride = slice(*[int(b) if b.strip() else None for b in bounds]
+                                    ).indices(n)
+        indexer.append(("slice", start, max(0, -(-(stop - start) // stride)), stride))
+    return ref, tuple(indexer), idx
 
   def params(self, primitive: str) -> dict[str, Any]:
     self.lex.expect("[")

@@ -26,7 +26,7 @@ import numpy as np
 
 from jaxon._src import (caches, core, debug_nans, dtypes, jit_cache_misses, traceback_util,
                         tree_util)
-from jaxon._src import config as config_mod
+from jaxon._src import config as config_mod, config_guards
 from jaxon._src.core import ClosedJaxpr, ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.mesh import current_mesh
@@ -72,6 +72,15 @@ def _track_flags() -> None:
 
 
 config_mod.watch_all(_track_flags)
+_maybe_no_execution = False  # config_guards.no_execution.maybe_set, as a global
+
+
+def _track_no_execution() -> None:
+  global _maybe_no_execution
+  _maybe_no_execution = config_guards.no_execution.maybe_set
+
+
+config_guards.no_execution.watch(_track_no_execution)
 _check_outputs = False  # debug_nans.maybe_checking, as a global: one read per call
 
 
@@ -158,7 +167,10 @@ class _CacheEntry:
 
   def compile(self, name: str) -> executable.Executable:
     if self.executable is None:
-      if self.shardings is not None or shardings_inside(self.jaxpr.jaxpr):
+      from jaxon._src.state import discharge, types as state_types  # lax layer: lazily
+      if state_types.jaxpr_uses_refs(self.jaxpr.jaxpr):  # takes or makes mutable refs
+        self.executable = discharge.ref_program(self.jaxpr, name)
+      elif self.shardings is not None or shardings_inside(self.jaxpr.jaxpr):
         self.executable = _placed_program(self, name)
       elif any(self.donated):
         self.executable = executable.DonatingExecutable(
@@ -303,6 +315,11 @@ class PjitFunction:
 
   def _trace(self, args: tuple, kwargs: dict, statics: tuple, in_tree: tree_util.PyTreeDef,
              avals: Sequence[ShapedArray]) -> _CacheEntry:
+    if _flag_values.jax_no_tracing:
+      code = getattr(self._fun, "__code__", None)
+      where = f" at {code.co_filename}:{code.co_firstlineno}" if code else ""
+      raise RuntimeError(f"re-tracing function {self._name}{where} for `jit`, but "
+                         "'no_tracing' is set")
     static_args = {i: v for i, v in statics if type(i) is int}
     static_kwargs = {k: v for k, v in statics if type(k) is str}
 
@@ -337,6 +354,9 @@ class PjitFunction:
         return self._fun(*args, **kwargs)
       leaves, entry = self._entry(args, kwargs)
       if core.is_eval_trace_current():
+        if _maybe_no_execution and _flag_values.jax_no_execution:
+          raise RuntimeError(f"JAX tried to execute function jit({self._name}), but the "
+                             "no_execution config option is set")
         outs = (entry.executable or entry.compile(self._name))(leaves)
         if _check_outputs:  # jax_debug_nans/infs: on a bad value, re-run op by op
           debug_nans.check_jit_outputs(self._fun, self._name, args, kwargs, outs)
@@ -355,6 +375,13 @@ class PjitFunction:
   def lower(self, *args: Any, **kwargs: Any) -> Lowered:
     _, entry = self._entry(args, kwargs)
     return Lowered(entry, self._name)
+
+  @traceback_util.api_boundary
+  def trace(self, *args: Any, **kwargs: Any) -> Any:
+    """The `jax.stages.Traced` stage for these arguments (static ones by value)."""
+    from jaxon._src.stages import Traced  # that module builds on this one
+    _, entry = self._entry(args, kwargs)
+    return Traced(entry, self._name)
 
   @traceback_util.api_boundary
   def eval_shape(self, *args: Any, **kwargs: Any) -> Any:
@@ -411,7 +438,17 @@ class Lowered:
     ir = self.compiler_ir(dialect)
     return ir.as_hlo_text() if dialect == "hlo" else str(ir)
 
-  def compile(self) -> Compiled:
+  @property
+  def args_info(self) -> Any:
+    from jaxon._src.stages import args_info  # that module builds on this one
+    return args_info(self._entry)
+
+  def compile(self, compiler_options: dict[str, str | bool] | None = None) -> Compiled:
+    """Compiles for the lowered signature. `compiler_options` (XLA flags) must be empty:
+    jaxon compiles every program with XLA's defaults."""
+    if compiler_options:
+      raise NotImplementedError("jaxon compiles with XLA's default options; got "
+                                f"compiler_options={compiler_options!r}")
     if self._entry.const_args:
       raise TypeError(f"jit({self._name}).lower(...).compile(): the function closes over "
                       "values traced by an enclosing transformation, so it cannot be "

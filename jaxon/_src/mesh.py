@@ -173,6 +173,13 @@ def current_mesh() -> Mesh | None:
   return _context.stack[-1] if _context.stack else None
 
 
+def swap_mesh_stack(stack: list[Mesh]) -> list[Mesh]:
+  """Replaces this thread's context meshes by `stack` (innermost last); returns the old
+  ones, for `set_mesh` to put back."""
+  old, _context.stack = _context.stack, stack
+  return old
+
+
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str],
               axis_types: Sequence[AxisType] | None = None, *,
               devices: Sequence[Any] | None = None) -> Mesh:

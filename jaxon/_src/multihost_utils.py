@@ -14,9 +14,11 @@ timeout, never a silent mix-up, because each call's keys carry its sequence numb
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import zlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -186,3 +188,80 @@ def assert_equal(in_tree: Any, fail_message: str = "") -> None:
                 if not _is_global(mine) else everyone)
     if not np.all(np.equal(expected, everyone)):  # broadcasting: one process's scalar
       raise AssertionError(f"{fail_message}. Expected: {gathered}; got: {in_tree}.")
+
+
+def reached_preemption_sync_point(step_id: int) -> bool:
+  """Whether every process has reached the step at which to save a checkpoint after a
+  preemption notice (False outside a multi-process job, as in JAX).
+
+  Raises:
+    RuntimeError: in a multi-process job: jaxon's distributed runtime does not start the
+      preemption sync manager this needs.
+  """
+  del step_id
+  if distributed.global_state.client is None:
+    return False
+  raise RuntimeError("Preemption sync manager has not been initialized: jaxon's "
+                     "distributed runtime does not start JAX's preemption service. Save "
+                     "checkpoints on a fixed schedule instead.")
+
+
+class ProcessFailureError(Exception):
+  """Raised by `live_devices` when processes failed during its `with` block;
+  `failed_devices` holds the failed processes' devices."""
+
+  def __init__(self, failed_devices: set[Any]):
+    self.failed_devices = failed_devices
+    super().__init__(f"Devices failed: {failed_devices}")
+
+
+def _live_devices(client: Any, devices: Sequence[Any]) -> dict[Any, int]:
+  """The live ones among `devices`, each with its process's incarnation number (a process
+  that restarted has a new one)."""
+  process_ids = {d.process_index for d in devices}
+  if distributed.global_state.process_id not in process_ids:
+    raise ValueError("Provided devices do not have any local devices.")
+  incarnations = client.get_live_nodes(sorted(process_ids))
+  return {d: incarnations[d.process_index] for d in devices
+          if d.process_index in incarnations}
+
+
+class _LiveDevices:
+  """`with live_devices(devices) as alive:` runs the block on the devices, of `devices`,
+  whose processes are alive (sorted by id). Every process of the job that calls it
+  agrees on that set (asking the coordination service is a barrier among the live
+  processes), and if a process fails or restarts during the block, every survivor
+  raises ProcessFailureError on leaving it (chained to the block's own exception).
+
+  Raises:
+    RuntimeError: the distributed runtime is not initialized (`jax.distributed.initialize`).
+    ValueError: `devices` is empty or holds no device of this process.
+  """
+
+  def __init__(self) -> None:
+    self.devices: dict[Any, int] | None = None
+
+  @contextlib.contextmanager
+  def __call__(self, devices: Sequence[Any]) -> Iterator[list[Any]]:
+    client = distributed.global_state.client
+    if client is None:
+      raise RuntimeError("Distributed JAX not initialized.")
+    if not devices:
+      raise ValueError("No devices provided.")
+    if self.devices is None:
+      self.devices = _live_devices(client, devices)
+    error = None
+    try:
+      yield sorted(self.devices, key=lambda d: d.id)
+    except Exception as e:  # noqa: BLE001 (re-raised below, possibly chained)
+      error = e
+    finally:
+      before, self.devices = self.devices, _live_devices(client, devices)
+      failed = {d for d in before if self.devices.get(d) != before[d]}
+      if failed:
+        raise ProcessFailureError(failed) from error
+      if error is not None:
+        raise error
+
+
+live_devices = _LiveDevices()

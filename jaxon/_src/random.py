@@ -226,6 +226,17 @@ def key_impl(keys: KeyArray) -> str:
   return prng_keys.threefry_prng_impl.name
 
 
+def key_dtype(impl_spec: Any = None) -> prng_keys.KeyTy:
+  """The dtype of typed keys of the PRNG `impl_spec` (None: the default, threefry2x32),
+  e.g. to declare a key input with `ShapeDtypeStruct((), key_dtype())`.
+
+  Example:
+    >>> key_dtype()
+    key<fry>
+  """
+  return prng_keys.KeyTy(prng_keys.resolve_impl(impl_spec))
+
+
 def clone(key: KeyArray) -> KeyArray:
   """A copy of `key` (the identity: JAX's clone only matters for its key-reuse checker)."""
   keys, wrapped = _check_prng_key("clone", key, allow_batched=True)

@@ -34,6 +34,12 @@ import numpy as np
 
 import jaxon.numpy as jnp
 from jaxon import tree_util
+from jaxon._src.util import safe_map as safe_map, safe_zip as safe_zip, unzip2 as unzip2
+
+# JAX's module exports its length-checking map and zip under the builtins' names, and its
+# code (like this one) uses them.
+map = safe_map  # noqa: A001
+zip = safe_zip  # noqa: A001
 
 Array = Any
 Params = Any  # any pytree of arrays

@@ -13,3 +13,15 @@ from jaxon._src.interpreters.ad import (
     primitive_jvps as primitive_jvps,
     primitive_transposes as primitive_transposes,
 )
+from jaxon._src.interpreters.ad import (
+    add_tangents as add_tangents,
+    zeros_like_aval as zeros_like_aval,
+)
+from jaxon._src.interpreters.rule_helpers import (
+    add_jaxvals as add_jaxvals,
+    defbilinear as defbilinear,
+    defjvp2 as defjvp2,
+    deflinear2 as deflinear2,
+    get_primitive_transpose as get_primitive_transpose,
+    jvp as jvp,
+)

@@ -7,3 +7,11 @@ from jaxon._src.interpreters.batching import (
     not_mapped as not_mapped,
     primitive_batchers as primitive_batchers,
 )
+from jaxon._src.interpreters.batching import (
+    bdim_at_front as bdim_at_front,
+    fancy_primitive_batchers as fancy_primitive_batchers,
+)
+from jaxon._src.interpreters.rule_helpers import (
+    broadcast as broadcast,
+    defreducer as defreducer,
+)

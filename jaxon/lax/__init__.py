@@ -267,6 +267,21 @@ from jaxon._src.lax.convolution import (
     conv_with_general_padding as conv_with_general_padding,
     padtype_to_pads as padtype_to_pads,
 )
+from jaxon._src.lax.conv_patches import (
+    conv_general_dilated_local as conv_general_dilated_local,
+    conv_general_dilated_patches as conv_general_dilated_patches,
+    conv_general_permutations as conv_general_permutations,
+    conv_general_shape_tuple as conv_general_shape_tuple,
+    conv_shape_tuple as conv_shape_tuple,
+    conv_transpose_shape_tuple as conv_transpose_shape_tuple,
+    reduce_window_shape_tuple as reduce_window_shape_tuple,
+)
+from jaxon._src.lax.dot_algorithms import (
+    AccuracyMode as AccuracyMode,
+    DotAlgorithm as DotAlgorithm,
+    DotAlgorithmPreset as DotAlgorithmPreset,
+    Tolerance as Tolerance,
+)
 from jaxon._src.lax.dot_general import (
     DotDimensionNumbers as DotDimensionNumbers,
     Precision as Precision,
@@ -274,6 +289,22 @@ from jaxon._src.lax.dot_general import (
     batch_matmul as batch_matmul,
     dot as dot,
     dot_general as dot_general,
+)
+
+# --- ragged_dot (ragged_dot.py)
+from jaxon._src.lax.ragged_dot import (
+    RaggedDotDimensionNumbers as RaggedDotDimensionNumbers,
+    ragged_dot as ragged_dot,
+    ragged_dot_general as ragged_dot_general,
+    ragged_dot_general_p as ragged_dot_general_p,
+)
+from jaxon._src.lax.scaled_dot import scaled_dot as scaled_dot
+
+# --- approximate top k (ann.py)
+from jaxon._src.lax.ann import (
+    approx_max_k as approx_max_k,
+    approx_min_k as approx_min_k,
+    approx_top_k_p as approx_top_k_p,
 )
 
 # --- sort, top_k (sorting.py)
@@ -314,6 +345,9 @@ from jaxon._src.lax.random_gamma_grad import random_gamma_grad as random_gamma_g
 from jaxon._src.lax.control_flow.solves import (
     custom_linear_solve as custom_linear_solve,
     custom_root as custom_root,
+)
+from jaxon._src.lax.control_flow.solves import (  # noqa: F401 (JAX's name for it)
+    custom_linear_solve_p as linear_solve_p,
 )
 
 # --- the primitives behind operations exported above, for code that binds or matches them
@@ -358,4 +392,67 @@ from jaxon._src.lax.parallel import (
 from jaxon._src.lax.sharding_constraint import (
     sharding_constraint_p as sharding_constraint_p,
     with_sharding_constraint as with_sharding_constraint,
+)
+
+# --- square, reduce_precision, mulhi, total-order comparisons (numeric_extra.py)
+from jaxon._src.lax.numeric_extra import (
+    eq_to_p as eq_to_p,
+    le_to_p as le_to_p,
+    lt_to_p as lt_to_p,
+    mulhi as mulhi,
+    mulhi_p as mulhi_p,
+    reciprocal as reciprocal,
+    reduce_precision as reduce_precision,
+    reduce_precision_p as reduce_precision_p,
+    square as square,
+    square_p as square_p,
+)
+
+# --- split, tile, stack, unstack and small structural helpers (structural.py)
+from jaxon._src.lax.structural import (
+    broadcast_like as broadcast_like,
+    broadcast_to_rank as broadcast_to_rank,
+    dtype as dtype,
+    empty as empty,
+    index_take as index_take,
+    shape_as_value as shape_as_value,
+    split as split,
+    split_p as split_p,
+    stack as stack,
+    stack_p as stack_p,
+    tile as tile,
+    tile_p as tile_p,
+    unstack as unstack,
+    unstack_p as unstack_p,
+)
+
+# --- barriers, copy, stage, dce_sink, device_put, composite, platform_dependent
+# (barriers_tokens.py)
+from jaxon._src.lax.barriers_tokens import (
+    composite as composite,
+    copy_p as copy_p,
+    dce_sink as dce_sink,
+    dce_sink_p as dce_sink_p,
+    device_put_p as device_put_p,
+    optimization_barrier as optimization_barrier,
+    optimization_barrier_p as optimization_barrier_p,
+    platform_dependent as platform_dependent,
+    stage as stage,
+    stage_p as stage_p,
+)
+
+# --- the windowed selects behind max/min pooling derivatives (select_and_scatter.py)
+from jaxon._src.lax.select_and_scatter import (
+    select_and_gather_add_p as select_and_gather_add_p,
+    select_and_scatter_add_p as select_and_scatter_add_p,
+    select_and_scatter_p as select_and_scatter_p,
+)
+
+# --- XLA's random bit generators (rng_bits.py)
+from jaxon._src.lax.rng_bits import (
+    RandomAlgorithm as RandomAlgorithm,
+    rng_bit_generator as rng_bit_generator,
+    rng_bit_generator_p as rng_bit_generator_p,
+    rng_uniform as rng_uniform,
+    rng_uniform_p as rng_uniform_p,
 )

@@ -1,5 +1,8 @@
 """jaxon.lax.linalg: linear-algebra primitives (decompositions and triangular solves)."""
 from jaxon._src.lax.linalg import (
+    EigImplementation as EigImplementation,
+    EighImplementation as EighImplementation,
+    SvdAlgorithm as SvdAlgorithm,
     cholesky as cholesky,
     cholesky_p as cholesky_p,
     eig as eig,
@@ -30,4 +33,13 @@ from jaxon._src.lax.linalg_lapack import (
     tridiagonal_p as tridiagonal_p,
     tridiagonal_solve as tridiagonal_solve,
     tridiagonal_solve_p as tridiagonal_solve_p,
+)
+from jaxon._src.lax.linalg_extra import (
+    cholesky_update as cholesky_update,
+    cholesky_update_p as cholesky_update_p,
+    ormqr as ormqr,
+    ormqr_p as ormqr_p,
+    qdwh as qdwh,
+    symmetric_product as symmetric_product,
+    symmetric_product_p as symmetric_product_p,
 )

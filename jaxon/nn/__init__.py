@@ -34,4 +34,9 @@ from jaxon._src.nn.functions import (
     swish as swish,
     tanh as tanh,
 )
+from jaxon._src.nn.scaled_matmul import (
+    get_scaled_dot_general_config as get_scaled_dot_general_config,
+    scaled_dot_general as scaled_dot_general,
+    scaled_matmul as scaled_matmul,
+)
 from jaxon.nn import initializers as initializers

@@ -431,6 +431,8 @@ from jaxon._src.numpy.scalar_types import (  # noqa: E402
     character as character,
     flexible as flexible,
     float4_e2m1fn as float4_e2m1fn,
+    float6_e2m3fn as float6_e2m3fn,
+    float6_e3m2fn as float6_e3m2fn,
     float8_e3m4 as float8_e3m4,
     float8_e4m3 as float8_e4m3,
     float8_e4m3fnuz as float8_e4m3fnuz,

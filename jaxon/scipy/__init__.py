@@ -3,4 +3,11 @@ from jaxon.scipy import linalg as linalg
 from jaxon.scipy import special as special
 from jaxon.scipy import stats as stats
 from jaxon.scipy import sparse as sparse
+from jaxon.scipy import spatial as spatial
 from jaxon.scipy import optimize as optimize
+from jaxon.scipy import cluster as cluster
+from jaxon.scipy import fft as fft
+from jaxon.scipy import integrate as integrate
+from jaxon.scipy import interpolate as interpolate
+from jaxon.scipy import ndimage as ndimage
+from jaxon.scipy import signal as signal

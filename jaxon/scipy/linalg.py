@@ -32,3 +32,16 @@ from jaxon._src.scipy.linalg_schur import (
     solve_sylvester as solve_sylvester,
     sqrtm as sqrtm,
 )
+from jaxon._src.scipy.linalg_qr_multiply import qr_multiply as qr_multiply
+from jaxon._src.scipy.linalg_special_matrices import (
+    convolution_matrix as convolution_matrix,
+    dft as dft,
+    fiedler as fiedler,
+    fiedler_companion as fiedler_companion,
+    hadamard as hadamard,
+    helmert as helmert,
+    invhilbert as invhilbert,
+    invpascal as invpascal,
+    leslie as leslie,
+    pascal as pascal,
+)

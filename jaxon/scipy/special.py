@@ -52,6 +52,7 @@ from jaxon._src.scipy.special_expint import (
     sici as sici,
     spence as spence,
 )
+from jaxon._src.scipy.special_fresnel import fresnel as fresnel
 from jaxon._src.scipy.special_hypergeometric import (
     bernoulli as bernoulli,
     hyp1f1 as hyp1f1,

@@ -20,8 +20,8 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import jit, lax, vmap
-from jaxon.test_util import check_grads
 from tests.transform_util import check_jit_transforms, check_vmap
+from tests.util import check_grads
 
 F32 = np.float32
 TOL = dict(rtol=2e-5, atol=2e-5)

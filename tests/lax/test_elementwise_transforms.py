@@ -14,8 +14,8 @@ import pytest
 import jaxon
 from jaxon import lax
 from jaxon._src.dtypes import float0
-from jaxon.test_util import check_grads
 from tests.transform_util import check_transforms, check_vmap
+from tests.util import check_grads
 
 f32, f64, c64, c128 = (np.dtype(t) for t in (np.float32, np.float64, np.complex64,
                                               np.complex128))

@@ -17,8 +17,8 @@ import pytest
 
 import jaxon
 from jaxon import lax
-from jaxon.test_util import check_grads
 from tests.transform_util import check_transforms, check_vmap
+from tests.util import check_grads
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 GDN, SDN = lax.GatherDimensionNumbers, lax.ScatterDimensionNumbers

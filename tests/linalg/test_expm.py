@@ -9,8 +9,8 @@ import scipy.linalg as osl
 
 import jaxon
 import jaxon.scipy.linalg as jsl
-from jaxon.test_util import check_grads
 from tests.conftest import flag_set
+from tests.util import check_grads
 
 # 1-norm scales below, between and above the Padé degrees' thresholds (3, 5, 7, 9, 13 in
 # double precision; 3, 5, 7 in single), the largest needing squarings.

@@ -16,9 +16,9 @@ import jaxon
 import jaxon.numpy as jnp
 import jaxon.scipy.linalg as jsl
 from jaxon.lax import linalg
-from jaxon.test_util import check_grads
 from tests.linalg.linalg_util import close, hpd, rand
 from tests.transform_util import check_jit_transforms
+from tests.util import check_grads
 
 pytestmark = pytest.mark.usefixtures("x64_module")
 

@@ -17,9 +17,9 @@ import jaxon.numpy as jnp
 import jaxon.scipy.linalg as jsl
 from jaxon._src.lax.linalg_lapack import geqrf
 from jaxon.lax import linalg as lax_linalg
-from jaxon.test_util import check_grads
 from tests.linalg.linalg_util import adjoint, eager_and_jit, rand
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 A = np.array([[1., 2., 3.], [1., 4., 2.], [3., 2., 1.]])
 B = np.array([[0., 3., 3.], [0., 1., 2.], [2., 0., 1.]])  # a complex eigenvalue pair

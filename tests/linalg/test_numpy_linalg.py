@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon.test_util import check_grads
 from tests.linalg.linalg_util import adjoint, close, eager_and_jit, hpd, rand
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 F32 = np.dtype(np.float32)
 # Each new shape compiles new programs: a few examples per property keep the file fast.

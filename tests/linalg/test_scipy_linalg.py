@@ -8,9 +8,9 @@ import scipy.linalg
 
 import jaxon
 from jaxon.scipy import linalg
-from jaxon.test_util import check_grads
 from tests.linalg.linalg_util import close, eager_and_jit, hpd, rand
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 F32 = np.dtype(np.float32)
 A = rand((3, 3)) + 3 * np.eye(3, dtype=np.float32)

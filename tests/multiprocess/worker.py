@@ -212,7 +212,22 @@ def run_checks(pid: int) -> dict:
       "train_sharded_jit": attempt(train_sharded_jit, pid, TRAIN_STEPS),
       "train_pmap": attempt(train_pmap, pid, TRAIN_STEPS),
       "pmap_members": attempt(pmap_members),
+      "host_local_global": attempt(host_local_global, pid),
   }
+
+
+def host_local_global(pid: int) -> dict:
+  """Each process's 4 values become its half of one global (8,) array split over the
+  job's 4 devices, and back (JAX's documented example)."""
+  from jaxon.experimental import multihost_utils
+  from jaxon.sharding import PartitionSpec
+
+  mesh = jaxon.make_mesh((4,), ("x",))
+  local = np.arange(4.0) + 10 * pid
+  glob = multihost_utils.host_local_array_to_global_array(local, mesh, PartitionSpec("x"))
+  back = multihost_utils.global_array_to_host_local_array(glob, mesh, PartitionSpec("x"))
+  return {"global_shape": list(glob.shape), "sum": float(jaxon.jit(jaxon.numpy.sum)(glob)),
+          "back": np.asarray(back).tolist()}
 
 
 def pmap_members() -> dict:

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import nn
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
 

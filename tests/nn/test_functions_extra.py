@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import jaxon
 from jaxon import nn
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 
 def _np_sparse_plus(x):

@@ -14,8 +14,8 @@ import jaxon.numpy as jnp
 from jaxon._src import core
 from jaxon._src.numpy import array_methods
 from jaxon.errors import ConcretizationTypeError
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 # The public methods and properties JAX's Array and its tracers share (jax.Array in JAX
 # 0.4.3x/0.5: jax/_src/numpy/array_methods.py's method and property tables).

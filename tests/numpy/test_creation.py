@@ -12,8 +12,8 @@ import jaxon
 import jaxon.numpy as jnp
 from jaxon._src import dtypes as jdtypes
 from jaxon.errors import ConcretizationTypeError
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 SETTINGS = settings(max_examples=12, deadline=None)
 F32_TOL = dict(rtol=2e-6, atol=2e-6)

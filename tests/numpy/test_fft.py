@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 NORMS = [None, "ortho", "forward"]
 

@@ -9,7 +9,7 @@ import jaxon
 import jaxon.numpy as jnp
 from jaxon._src import dtypes
 from jaxon.errors import ConcretizationTypeError
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 A = np.array([1, 2, 3], np.int32)
 F = np.array([[0.5, -1.0], [2.0, 3.5]], np.float32)

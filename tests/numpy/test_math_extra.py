@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 import jaxon
 import jaxon.numpy as jnp
 from jaxon.errors import ConcretizationTypeError
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 SPECIALS = np.array([-np.inf, -2.5, -1., -0., 0., 1e-3, 1., 3.5, np.inf, np.nan], np.float32)
 

@@ -16,8 +16,8 @@ import jaxon
 import jaxon.numpy as jnp
 from jaxon._src import dtypes as jdtypes
 from jaxon.errors import ConcretizationTypeError
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 SETTINGS = settings(max_examples=8, deadline=None)
 

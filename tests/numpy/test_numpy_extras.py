@@ -11,8 +11,8 @@ import pytest
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 
 def _rand(shape, seed=0):

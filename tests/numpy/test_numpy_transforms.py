@@ -22,7 +22,7 @@ import pytest
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 f32, c64, i32, i8 = (np.dtype(t) for t in (np.float32, np.complex64, np.int32, np.int8))
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon.test_util import check_grads
 from tests.transform_util import check_jit_transforms, check_vmap
+from tests.util import check_grads
 
 MODES = [("linear_ramp", {}), ("linear_ramp", {"end_values": (1, -2)}),
          ("linear_ramp", {"end_values": ((1, -2), (3, 0))}),

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 SETTINGS = settings(max_examples=6, deadline=None)
 HEAVY = settings(max_examples=4, deadline=None)  # many ops, each compiled per shape

@@ -9,8 +9,8 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon._src.numpy import ufunc_api
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 TOL = dict(rtol=2e-5, atol=2e-5)
 X = np.random.RandomState(0).uniform(0.5, 2.0, (3, 4)).astype(np.float32)

@@ -7,8 +7,8 @@ import pytest
 
 import jaxon
 import jaxon.numpy as jnp
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 TOL = dict(rtol=2e-5, atol=2e-5)
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import jaxon
 import jaxon.numpy as jnp
 import jaxon.scipy.special as jsp
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 
 def _uniform(lo, hi):

@@ -9,8 +9,8 @@ import scipy.special as osp
 
 import jaxon
 import jaxon.scipy.special as jsp
-from jaxon.test_util import check_grads
 from tests.conftest import flag_set
+from tests.util import check_grads
 
 # name -> (function, arguments); the arguments are cast to the dtype under test.
 CASES = {

@@ -11,8 +11,8 @@ import scipy.special as osp
 import jaxon
 import jaxon.scipy.special as jsp
 from jaxon import lax
-from jaxon.test_util import check_grads
 from tests.conftest import flag_set
+from tests.util import check_grads
 
 _A = [0.1, 0.5, 2.5, 7.0, 30.0, 150.0]
 _X = [0.2, 3.0, 0.5, 9.0, 25.0, 160.0]

@@ -9,8 +9,8 @@ import scipy.stats as osp_stats
 
 import jaxon
 from jaxon.scipy.stats import norm
-from jaxon.test_util import check_grads
 from tests.transform_util import check_vmap
+from tests.util import check_grads
 
 FUNCTIONS = ["pdf", "logpdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 _PROBABILITY = {"ppf", "isf"}

@@ -21,7 +21,8 @@ import base64
 import json
 import struct
 import zlib
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -34,6 +35,7 @@ from jaxon._src.jaxpr_parser import value_from_text
 MAGIC = b"JAXONEXP"
 FORMAT_VERSION = 1
 _PREFIX = struct.Struct("<8sHQ")
+T = TypeVar("T")
 
 
 def serialize(exp: _export.Exported, vjp_order: int = 0) -> bytearray:
@@ -161,14 +163,126 @@ def _aval_from_json(spec: list[Any], scope: shape_poly.SymbolicScope) -> ShapedA
   return ShapedArray([shape_poly.parse_dim(d, scope) for d in shape], DTYPES_BY_NAME[dtype])
 
 
-def _tree_to_text(tree: tree_util.PyTreeDef, what: str) -> str:
+# ----------------------------------------------------------------------------- pytrees
+# A tree of tuples, lists, dicts and None is written as jaxlib's PyTreeDef proto (base64).
+# A tree with other nodes is written as JSON, each node a list: ["*"] a leaf, ["None"],
+# ["tuple", children], ["list", children], ["dict", keys, children], and a registered
+# type [serialized name, its auxiliary data (base64 of what its serializer wrote, or
+# null for a namedtuple), children]. Types are registered with
+# `register_pytree_node_serialization` / `register_namedtuple_serialization`.
+
+class _NodeSerialization(NamedTuple):
+  nodetype: type
+  serialized_name: str
+  serialize_auxdata: Callable[[Any], bytes] | None  # None: a namedtuple
+  deserialize_auxdata: Callable[[bytes], Any] | None
+  from_children: Callable[[Any, Sequence[Any]], Any] | None
+
+
+_by_type: dict[type, _NodeSerialization] = {}
+_by_name: dict[str, _NodeSerialization] = {}
+
+
+def _register(entry: _NodeSerialization) -> None:
+  if entry.nodetype in _by_type:
+    raise ValueError(f"Duplicate serialization registration for type `{entry.nodetype}`. "
+                     f"Previous registration was with serialized_name "
+                     f"`{_by_type[entry.nodetype].serialized_name}`.")
+  if entry.serialized_name in _by_name:
+    raise ValueError(f"Duplicate serialization registration for serialized_name "
+                     f"`{entry.serialized_name}`. Previous registration was for type "
+                     f"`{_by_name[entry.serialized_name].nodetype}`.")
+  _by_type[entry.nodetype] = _by_name[entry.serialized_name] = entry
+
+
+def register_pytree_node_serialization(
+    nodetype: type[T], *, serialized_name: str, serialize_auxdata: Callable[[Any], bytes],
+    deserialize_auxdata: Callable[[bytes], Any],
+    from_children: Callable[[Any, Sequence[Any]], Any] | None = None) -> type[T]:
+  """Lets exported programs whose argument or result trees hold `nodetype` nodes (a type
+  registered as a pytree node) be serialized: its auxiliary data is written with
+  `serialize_auxdata` (to bytes) under `serialized_name`, and read back with
+  `deserialize_auxdata`. Returns `nodetype`, so it can decorate the class."""
+  if not isinstance(serialized_name, str) or not serialized_name:
+    raise ValueError(f"serialized_name must be a non-empty string, got {serialized_name!r}")
+  _register(_NodeSerialization(nodetype, serialized_name, serialize_auxdata,
+                               deserialize_auxdata, from_children))
+  return nodetype
+
+
+def register_namedtuple_serialization(nodetype: type[T], *, serialized_name: str) -> type[T]:
+  """As `register_pytree_node_serialization`, for a namedtuple class (pytree nodes
+  already, with no auxiliary data)."""
+  if not (isinstance(nodetype, type) and issubclass(nodetype, tuple)
+          and hasattr(nodetype, "_fields")):
+    raise ValueError(f"Cannot register {nodetype} as a namedtuple for serialization: it is "
+                     "not a namedtuple class")
+  _register(_NodeSerialization(nodetype, serialized_name, None, None, None))
+  return nodetype
+
+
+_LEAF = tree_util.tree_structure(0)
+
+
+def _tree_to_json(tree: tree_util.PyTreeDef) -> list[Any]:
+  if tree.node_data() is None:
+    return ["*"]
+  nodetype, aux = tree.node_data()
+  children = [_tree_to_json(c) for c in tree.children()]
+  if nodetype is type(None):
+    return ["None"]
+  if nodetype in (tuple, list):
+    return [nodetype.__name__, children]
+  if nodetype is dict:
+    return ["dict", list(aux), children]
+  entry = _by_type.get(nodetype)
+  if entry is None:
+    raise ValueError(f"Cannot serialize PyTreeDef containing an unregistered type "
+                     f"`{nodetype}`. Use `export.register_pytree_node_serialization` or "
+                     "`export.register_namedtuple_serialization`.")
+  data = (None if entry.serialize_auxdata is None
+          else base64.b64encode(entry.serialize_auxdata(aux)).decode())
+  return [entry.serialized_name, data, children]
+
+
+def _tree_from_json(node: list[Any]) -> tree_util.PyTreeDef:
+  kind = node[0]
+  if kind == "*":
+    return _LEAF
+  if kind == "None":
+    return tree_util.tree_structure(None)
+  children = [_tree_from_json(c) for c in node[-1]]
+  if kind in ("tuple", "list"):
+    node_data = ({"tuple": tuple, "list": list}[kind], None)
+  elif kind == "dict":
+    node_data = (dict, node[1])
+  else:
+    entry = _by_name.get(kind)
+    if entry is None:
+      raise ValueError(f"Cannot deserialize a PyTreeDef with a node of serialized name "
+                       f"`{kind}`: register its type with "
+                       "`export.register_pytree_node_serialization` (or "
+                       "`register_namedtuple_serialization`) before deserializing.")
+    aux = (None if entry.deserialize_auxdata is None
+           else entry.deserialize_auxdata(base64.b64decode(node[1])))
+    node_data = (entry.nodetype, aux)
+  return tree_util.PyTreeDef.from_node_data_and_children(tree_util.registry, node_data,
+                                                         children)
+
+
+def _tree_to_text(tree: tree_util.PyTreeDef, what: str) -> str | list[Any]:
   try:
     return base64.b64encode(tree.serialize_using_proto()).decode()
-  except Exception as e:  # noqa: BLE001  (jaxlib says which node it cannot write)
-    raise ValueError(f"Cannot serialize the pytree of the {what}, {tree}: jaxon serializes "
-                     f"tuples, lists, dicts and None only ({e})") from None
+  except Exception:  # noqa: BLE001  (jaxlib refuses custom nodes; written as JSON then)
+    pass
+  try:
+    return _tree_to_json(tree)
+  except ValueError as e:
+    raise ValueError(f"Cannot serialize the pytree of the {what}, {tree}: {e}") from None
 
 
-def _tree_from_text(text: str) -> tree_util.PyTreeDef:
+def _tree_from_text(text: str | list[Any]) -> tree_util.PyTreeDef:
+  if isinstance(text, list):
+    return _tree_from_json(text)
   return tree_util.PyTreeDef.deserialize_using_proto(tree_util.registry,
                                                      base64.b64decode(text))

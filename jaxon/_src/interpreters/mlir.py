@@ -87,6 +87,7 @@ _FLOAT_TYPES: dict[str, Callable[[], ir.Type]] = {
     "float8_e4m3": ir.Float8E4M3Type.get, "float8_e3m4": ir.Float8E3M4Type.get,
     "float8_e4m3fnuz": ir.Float8E4M3FNUZType.get, "float8_e5m2fnuz": ir.Float8E5M2FNUZType.get,
     "float8_e8m0fnu": ir.Float8E8M0FNUType.get, "float4_e2m1fn": ir.Float4E2M1FNType.get,
+    "float6_e2m3fn": ir.Float6E2M3FNType.get, "float6_e3m2fn": ir.Float6E3M2FNType.get,
 }
 
 

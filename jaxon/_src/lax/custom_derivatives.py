@@ -12,6 +12,7 @@ wrinkle").
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Sequence
@@ -36,6 +37,35 @@ class SymbolicZero:
 
   def __repr__(self) -> str:
     return f"SymbolicZero({self.aval.str_short()})"
+
+
+def zero_from_primal(val: Any, symbolic_zeros: bool = False) -> Any:
+  """A zero tangent per leaf of `val` (of its tangent type: float0 for integers), as a
+  SymbolicZero when `symbolic_zeros`, else as an array of zeros."""
+  def zero(x: Any) -> Any:
+    aval = core.get_aval(x).to_tangent_aval()
+    return SymbolicZero(aval) if symbolic_zeros else ad.zeros_like_aval(aval)
+  return tree_util.tree_map(zero, val)
+
+
+@dataclasses.dataclass(slots=True)
+class CustomVJPPrimal:
+  """An argument leaf of a `custom_vjp` forward rule defined with `symbolic_zeros=True`:
+  the primal `value`, and whether it is `perturbed` (has a nonzero tangent). jaxon's
+  forward rule runs before tangents are inspected, so `perturbed` is always True (the
+  safe answer: the backward rule then computes every cotangent)."""
+  value: Any
+  perturbed: bool
+
+
+def custom_vjp_primal_tree_values(tree: Any) -> Any:
+  """`tree` with each CustomVJPPrimal leaf replaced by its value (TypeError for any other
+  leaf): a forward rule with `symbolic_zeros=True` uses it to get its plain arguments."""
+  def value(leaf: Any) -> Any:
+    if type(leaf) is not CustomVJPPrimal:
+      raise TypeError(f"unexpected leaf type {type(leaf)}")
+    return leaf.value
+  return tree_util.tree_map(value, tree)
 
 
 def _to_user(t: Any) -> Any:
@@ -335,6 +365,8 @@ class custom_vjp:  # noqa: N801 (JAX's name)
       return leaves
 
     def flat_fwd(*xs: Any) -> tuple[list[Any], list[Any]]:
+      if symbolic:
+        xs = [CustomVJPPrimal(x, True) for x in xs]
       result = fwd(*_merge_nondiff(nondiff, in_tree.unflatten(xs), argnums))
       if not (isinstance(result, (tuple, list)) and len(result) == 2):
         raise TypeError("Custom VJP fwd rule must produce a pair (list or tuple of length "

@@ -23,7 +23,8 @@ from jaxon._src import core, dtypes
 from jaxon._src.config import config
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, shape_ops, utils
+from jaxon._src.lax import dot_algorithms, lax, shape_ops, utils
+from jaxon._src.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset
 
 
 class Precision(enum.Enum):
@@ -55,24 +56,34 @@ _PRECISION_STRINGS = {
     "highest": Precision.HIGHEST, "float32": Precision.HIGHEST,
 }
 
-PrecisionLike = None | str | Precision | tuple[str, str] | tuple[Precision, Precision]
-CanonicalPrecision = None | tuple[Precision, Precision]
+PrecisionLike = (None | str | Precision | tuple[str, str] | tuple[Precision, Precision]
+                 | DotAlgorithm | DotAlgorithmPreset)
+CanonicalPrecision = None | tuple[Precision, Precision] | DotAlgorithm | DotAlgorithmPreset
 DotDimensionNumbers = tuple[tuple[Sequence[int], Sequence[int]],
                             tuple[Sequence[int], Sequence[int]]]
 
 
 def canonicalize_precision(precision: PrecisionLike) -> CanonicalPrecision:
-  """None (the backend default, or `jax_default_matmul_precision` when set), or one
-  `Precision` per operand."""
+  """None (the backend default, or `jax_default_matmul_precision` when set), one
+  `Precision` per operand, or a dot algorithm (a `DotAlgorithmPreset`, also by name, or a
+  `DotAlgorithm`, its types made dtypes so that it prints and compares by them)."""
   if precision is None:
     default = config.jax_default_matmul_precision
     return None if default is None else canonicalize_precision(default)
+  if isinstance(precision, DotAlgorithmPreset):
+    return precision
+  if isinstance(precision, DotAlgorithm):
+    return precision._replace(**{f: np.dtype(getattr(precision, f)) for f in (
+        "lhs_precision_type", "rhs_precision_type", "accumulation_type")})
+  if isinstance(precision, str) and precision in DotAlgorithmPreset.__members__:
+    return DotAlgorithmPreset[precision]
   if isinstance(precision, (str, Precision)):
     return (_one_precision(precision),) * 2
   if isinstance(precision, (tuple, list)) and len(precision) == 2:
     return (_one_precision(precision[0]), _one_precision(precision[1]))
   raise TypeError(f"precision argument must be None, a string in {sorted(_PRECISION_STRINGS)}, "
-                  f"a lax.Precision value or a tuple of two of those; got {precision!r}.")
+                  f"a lax.Precision value, a tuple of two of those, a lax.DotAlgorithmPreset "
+                  f"(or its name) or a lax.DotAlgorithm; got {precision!r}.")
 
 
 def _one_precision(p: str | Precision) -> Precision:
@@ -84,9 +95,12 @@ def _one_precision(p: str | Precision) -> Precision:
 
 
 def precision_config(precision: CanonicalPrecision) -> ir.ArrayAttr | None:
-  """The `precision_config` attribute of `stablehlo.dot_general` and `convolution`."""
+  """The `precision_config` attribute of `stablehlo.dot_general` and `convolution`
+  (DEFAULT for both operands beside an algorithm)."""
   if precision is None:
     return None
+  if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+    precision = (Precision.DEFAULT,) * 2
   return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p.name) for p in precision])
 
 
@@ -287,9 +301,32 @@ def _dot_general_lowering(ctx: mlir.LoweringRuleContext, lhs: ir.Value, rhs: ir.
       lhs_batching_dimensions=list(lhs_batch), rhs_batching_dimensions=list(rhs_batch),
       lhs_contracting_dimensions=list(lhs_contract),
       rhs_contracting_dimensions=list(rhs_contract))
+  if isinstance(precision, (DotAlgorithm, DotAlgorithmPreset)):
+    return [_dot_with_algorithm(ctx, lhs, rhs, dnums, precision)]
   lhs, rhs = convert_operands(ctx, [lhs, rhs])
   return [hlo.dot_general(mlir.aval_to_ir_type(ctx.avals_out[0]), lhs, rhs, dnums,
                           precision_config=precision_config(precision))]
+
+
+def _dot_with_algorithm(ctx: mlir.LoweringRuleContext, lhs: ir.Value, rhs: ir.Value,
+                        dnums: Any, algorithm: DotAlgorithm | DotAlgorithmPreset
+                        ) -> ir.Value:
+  """The product in the algorithm's types: operands converted to them, the accumulator
+  converted back to the result type."""
+  if isinstance(algorithm, DotAlgorithmPreset):
+    dot_algorithms.check_supported_on_cpu(algorithm)
+  (lhs_aval, rhs_aval), (out_aval,) = ctx.avals_in, ctx.avals_out
+  lhs_type, rhs_type, acc_type = dot_algorithms.compute_types(
+      algorithm, lhs_aval.dtype, rhs_aval.dtype, out_aval.dtype)
+  lhs, rhs = (x if aval.dtype == t else hlo.convert(
+      mlir.aval_to_ir_type(aval.update(dtype=t)), x)
+      for x, aval, t in ((lhs, lhs_aval, lhs_type), (rhs, rhs_aval, rhs_type)))
+  attr = algorithm.hlo_attr(lhs_type, rhs_type)
+  out = hlo.dot_general(mlir.aval_to_ir_type(out_aval.update(dtype=acc_type)), lhs, rhs,
+                        dnums, precision_config=precision_config(algorithm),
+                        **({} if attr is None else {"algorithm": attr}))
+  return out if acc_type == out_aval.dtype else hlo.convert(mlir.aval_to_ir_type(out_aval),
+                                                            out)
 
 
 mlir.register_lowering(dot_general_p, _dot_general_lowering)
@@ -320,7 +357,9 @@ def _dot_general_transpose(ct: Any, lhs: Any, rhs: Any, *, dimension_numbers: tu
     return [_lhs_cotangent(ct, lhs.aval, rhs, dimension_numbers, precision, **params), None]
   (lhs_contract, rhs_contract), (lhs_batch, rhs_batch) = dimension_numbers
   swapped_dims = ((rhs_contract, lhs_contract), (rhs_batch, lhs_batch))
-  swapped_precision = None if precision is None else precision[::-1]
+  # A pair of Precisions swaps with the operands; an algorithm (a DotAlgorithm is a named
+  # tuple, hence `type(...) is tuple`) applies to the product as a whole.
+  swapped_precision = precision[::-1] if type(precision) is tuple else precision
   return [None, _lhs_cotangent(ct, rhs.aval, lhs, swapped_dims, swapped_precision,
                                swapped=True, **params)]
 

@@ -20,8 +20,8 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, shape_ops, slicing, utils
-from jaxon._src.lax.linalg import (_batch_rule, _dtype, _emit, _info_aval, _lapack_call,
-                                   _matrix_aval, _nan_unless_ok, _real_dtype, _shape)
+from jaxon._src.lax.linalg_helpers import (_batch_rule, _dtype, _emit, _info_aval, _lapack_call,
+                                           _matrix_aval, _nan_unless_ok, _real_dtype, _shape)
 
 
 def _register(prim: core.Primitive, lowering: Callable) -> None:

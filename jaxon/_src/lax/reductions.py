@@ -26,6 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import caches, core, dtypes, tree_util
+from jaxon._src.config import values as config_values
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
@@ -192,9 +193,21 @@ def _axis_reduction_batch_rule(prim: core.Primitive) -> Callable:
   return rule
 
 
+def _check_half_precision_sum(operand: ShapedArray, axes: tuple[int, ...]) -> None:
+  """`jax_allow_f16_reductions=False` refuses sums of float16/bfloat16 over more than one
+  element, which lose precision (jnp.sum accumulates them in float32 and is unaffected)."""
+  if (operand.dtype in (np.float16, dtypes.bfloat16)
+      and not config_values.jax_allow_f16_reductions
+      and any(operand.shape[a] != 1 for a in axes)):
+    raise ValueError(f"reduce_sum on operand {operand.str_short()} is not allowed when "
+                     "jax_allow_f16_reductions=False.")
+
+
 def _axis_reduction(name: str, accepted: Sequence[Any], monoid: Monoid) -> core.Primitive:
   def shape_rule(operand: ShapedArray, *, axes: tuple[int, ...]) -> tuple[int, ...]:
     utils.check_dtypes(name, accepted, operand)
+    if name == "reduce_sum":
+      _check_half_precision_sum(operand, axes)
     return _reduced_shape(name, operand.shape, axes)
 
   def lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *, axes: tuple[int, ...]

@@ -37,7 +37,10 @@ def _defer_to_unrecognized(binary: Callable[[Any, Any], Any]) -> Callable[[Any, 
 
 
 def _accepted(x: Any) -> bool:
-  return isinstance(x, (Array, core.Tracer, int, float, complex, bool)) or hasattr(x, "dtype")
+  """Arrays, scalars and array-likes; not objects that opt out of NumPy's binary
+  operators with `__array_ufunc__ = None` (sparse arrays: theirs handle dense operands)."""
+  return isinstance(x, (Array, core.Tracer, int, float, complex, bool)) or (
+      hasattr(x, "dtype") and getattr(x, "__array_ufunc__", True) is not None)
 
 
 def _swap(binary: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

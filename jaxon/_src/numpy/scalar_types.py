@@ -65,13 +65,16 @@ complex128 = _scalar_type("complex128", np.complex128)
 float8_e4m3fn = _scalar_type("float8_e4m3fn", dtypes.float8_e4m3fn)
 float8_e5m2 = _scalar_type("float8_e5m2", dtypes.float8_e5m2)
 float8_e4m3b11fnuz = _scalar_type("float8_e4m3b11fnuz", dtypes.float8_e4m3b11fnuz)
-# The other narrow types of ml_dtypes that XLA knows (its float6 types it does not).
+# The other narrow types of ml_dtypes that XLA knows (XLA's CPU runtime has no float6
+# buffers, so float6 arrays only trace and lower, as in JAX).
 float8_e4m3 = _scalar_type("float8_e4m3", ml_dtypes.float8_e4m3)
 float8_e3m4 = _scalar_type("float8_e3m4", ml_dtypes.float8_e3m4)
 float8_e4m3fnuz = _scalar_type("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz)
 float8_e5m2fnuz = _scalar_type("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz)
 float8_e8m0fnu = _scalar_type("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu)
 float4_e2m1fn = _scalar_type("float4_e2m1fn", ml_dtypes.float4_e2m1fn)
+float6_e2m3fn = _scalar_type("float6_e2m3fn", ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = _scalar_type("float6_e3m2fn", ml_dtypes.float6_e3m2fn)
 int1 = _scalar_type("int1", ml_dtypes.int1)
 int2 = _scalar_type("int2", ml_dtypes.int2)
 int4 = _scalar_type("int4", ml_dtypes.int4)

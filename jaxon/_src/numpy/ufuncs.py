@@ -19,7 +19,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes
 from jaxon._src.config import config
-from jaxon._src.lax import lax
+from jaxon._src.lax import lax, numeric_extra
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import shape, util
 from jaxon._src.xla.array import Array
@@ -243,7 +243,7 @@ absolute = abs
 def square(x: Any, /) -> Any:
   """Elementwise x * x (bools square as int32)."""
   (x,) = _promote_args_numeric("square", x)
-  return lax.integer_pow(x, 2)
+  return numeric_extra.square(x)
 
 
 def reciprocal(x: Any, /) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from jaxlib import _jax
 
-from jaxon._src import core, dtypes
+from jaxon._src import config_guards, core, dtypes
 from jaxon._src.config import x64_enabled
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
@@ -336,6 +336,7 @@ def device_put_numpy(value: Any, dtype: Any = None, weak_type: bool = False,
   dtype = dtypes.canonicalize_dtype(value.dtype if dtype is None else dtype)
   host = np.asarray(value, dtype=dtype)
   aval = intern_aval(ShapedArray(host.shape, dtype, weak_type))
+  config_guards.check_host_to_device(aval, client.local_devices()[0])
   semantics = (_jax.HostBufferSemantics.IMMUTABLE_ONLY_DURING_CALL if copy
                else _jax.HostBufferSemantics.ZERO_COPY)
   buf = _jax.batched_device_put(aval, client.default_sharding(), [host],
@@ -374,7 +375,8 @@ def scalar_constant(value: Any, dtype: np.dtype, weak_type: bool) -> Array:
   if arr is None or arr._buf.is_deleted():
     if len(_scalar_constants) >= _MAX_SCALAR_CONSTANTS:
       _scalar_constants.clear()
-    arr = _scalar_constants[key] = device_put_numpy(host, dtype, weak_type)
+    with config_guards.explicit_transfer():  # cached, so guarding it would be erratic
+      arr = _scalar_constants[key] = device_put_numpy(host, dtype, weak_type)
   if quick:
     if len(_python_scalar_constants) >= _MAX_SCALAR_CONSTANTS:  # NaNs are new keys each
       _python_scalar_constants.clear()

@@ -52,7 +52,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import caches, core, dtypes, traceback_util
-from jaxon._src.config import config
+from jaxon._src.config import config, enable_x64
 from jaxon._src.core import Jaxpr, JaxprEqn, Var
 from jaxon._src.interpreters import mlir
 from jaxon._src.xla import array as array_mod
@@ -80,7 +80,8 @@ class _Signature:
   standing for it in batch keys (hashing ints is cheaper than hashing avals), and its
   one-primitive program. `_signatures` is the one cache of eager primitives."""
 
-  __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "effectful", "_executable")
+  __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "effectful", "runs_alone",
+               "_executable")
 
   def __init__(self, prim: core.Primitive, params: dict, in_avals: tuple):
     out = prim.abstract_eval(*in_avals, **params)
@@ -90,6 +91,9 @@ class _Signature:
     self.out_avals = tuple(array_mod.intern_aval(a) for a in outs)
     # A loop whose body prints: it runs when called, not when (or if) its results are read.
     self.effectful = core.has_effects(prim, params)
+    # A loop, branch or call is compiled as under `jit` (see `compile_primitive`): never
+    # batched, so that its results do not depend on what ran next to it.
+    self.runs_alone = self.effectful or core.carries_jaxprs(params)
     self._executable = None
 
   def executable(self) -> executable.Executable:
@@ -197,7 +201,7 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
     except Exception as e:
       traceback_util.filter_at_boundary(e)
       raise
-  if sig.effectful:
+  if sig.runs_alone:
     return _run_now(sig, args)
   if ALWAYS_DEFER:
     return _record_in_thread_batch(sig, args, None)
@@ -639,5 +643,7 @@ def _clear_caches_on_update(name: str, value: Any) -> None:
 
 
 config.on_update(_clear_caches_on_update)
+# A `with jaxon.enable_x64(...)` block's edges too (context managers call no listener).
+enable_x64.watch(lambda: _clear_caches_on_update("jax_enable_x64", None))
 caches.register(clear_caches)
 array_mod.set_materializer(materialize, flush, sync_point)

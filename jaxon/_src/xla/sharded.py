@@ -130,7 +130,7 @@ def put(value: np.ndarray, aval: ShapedArray, sharding: Any, committed: bool = T
   blocks = indices(runtime._hlo_sharding, aval.shape, len(devices))
   here = client.process_index()
   mine = [i for i, d in enumerate(devices) if d.process_index == here]
-  pieces = [np.ascontiguousarray(value[blocks[i]]) for i in mine]
+  pieces = [np.asarray(value[blocks[i]], order="C") for i in mine]  # (a scalar stays 0-d)
   buf = _jax.batched_device_put(executable._device_aval(aval), runtime, pieces,
                                 [devices[i] for i in mine], committed, False,
                                 enable_x64=x64_enabled())

@@ -1,0 +1,352 @@
+"""The factorizations: Cholesky (lowered to StableHLO's native op), LU with partial pivoting
+(with `lu_pivots_to_permutation` and `lu_solve`) and QR (LAPACK's getrf, geqrf and orgqr).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxon._src import core
+from jaxon._src.core import ShapedArray
+from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.lax import lax, reductions, shape_ops, slicing, utils
+from jaxon._src.lax.linalg_helpers import (_H, _T, _batch_rule, _broadcast_matrix, _const,
+                                           _diag_matrix, _diagonal, _dtype, _emit, _empty_results,
+                                           _info_aval, _ir_tril, _is_complex, _is_empty,
+                                           _lapack_call, _matmul, _matrix_aval, _shape, _tril,
+                                           _triu, _where_mask, _zero_tangent)
+from jaxon._src.lax.linalg_triangular import triangular_solve
+
+
+# ============================================================================= cholesky
+
+def symmetrize(x: Any) -> Any:
+  """(x + xᴴ) / 2: the Hermitian part, so only a Hermitian input reaches a factorization
+  (and derivatives stay Hermitian)."""
+  return lax.div(lax.add(x, _H(x)), _const(x, 2))
+
+
+def cholesky(x: Any, *, symmetrize_input: bool = True) -> Any:
+  """The lower-triangular Cholesky factor L of Hermitian positive-definite matrices, x = L Lᴴ.
+
+  Args:
+    x: matrices of shape (…, n, n), float32/64 or complex64/128.
+    symmetrize_input: factor (x + xᴴ) / 2, so the derivative sees a Hermitian input.
+
+  Returns:
+    L, zero above the diagonal; NaN on and below it where x is not positive definite.
+
+  Example: `cholesky(jnp.array([[4., 2.], [2., 2.]]))` is `[[2., 0.], [1., 1.]]`.
+  """
+  _matrix_aval("cholesky", core.get_aval(x), square=True)
+  if symmetrize_input:
+    x = symmetrize(x)
+  return cholesky_p.bind(x)
+
+
+cholesky_p = utils.standard_primitive(
+    "cholesky", lambda x: _matrix_aval("cholesky", x, square=True), utils.input_dtype,
+    lambda x: False)
+
+
+def _cholesky_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Value]:
+  """XLA's Cholesky leaves the upper triangle undefined (and makes every entry NaN when the
+  matrix is not positive definite): the result keeps the lower triangle."""
+  return [_ir_tril(ctx.avals_in[0], hlo.cholesky(x, lower=True))]
+
+
+def _cholesky_tangent(l: Any, dx: Any) -> Any:
+  """dL = L Φ(L⁻¹ dA L⁻ᴴ) for A = L Lᴴ, Φ taking the lower triangle with a halved diagonal
+  (Murray 2016, "Differentiation of the Cholesky decomposition", arXiv:1602.07527)."""
+  dx_linv_h = triangular_solve(l, dx, left_side=False, lower=True, transpose_a=True,
+                               conjugate_a=True)
+  inner = triangular_solve(l, dx_linv_h, left_side=True, lower=True)
+  phi = lax.sub(_tril(inner), lax.mul(_diag_matrix(_diagonal(inner)), _const(inner, 0.5)))
+  return _matmul(l, phi)
+
+
+def _cholesky_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any, Any]:
+  (x,), (dx,) = primals, tangents
+  l = cholesky_p.bind(x)
+  return l, _cholesky_tangent(l, dx)
+
+
+mlir.register_lowering(cholesky_p, _cholesky_lowering)
+ad.primitive_jvps[cholesky_p] = _cholesky_jvp
+batching.primitive_batchers[cholesky_p] = _batch_rule(cholesky_p)
+
+
+# ============================================================================= LU
+
+def lu(x: Any) -> tuple[Any, Any, Any]:
+  """LU decomposition with partial pivoting: x[perm] = L U.
+
+  Args:
+    x: matrices (…, m, n).
+
+  Returns:
+    (lu, pivots, permutation): `lu` (…, m, n) holds U on and above its diagonal and the
+    strictly lower part of the unit-diagonal L below; `pivots` (…, min(m, n)) int32 says that
+    row i was swapped with row pivots[i] at step i (LAPACK's ipiv, from 0); `permutation`
+    (…, m) int32 is those swaps applied to range(m).
+
+  Example: `lu(jnp.array([[1., 2.], [3., 4.]]))[2]` is `[1, 0]`.
+  """
+  return tuple(lu_p.bind(x))
+
+
+def _lu_abstract_eval(x: ShapedArray) -> list[ShapedArray]:
+  *batch, m, n = _matrix_aval("lu", x)
+  int32 = np.dtype(np.int32)
+  return [ShapedArray(x.shape, x.dtype), ShapedArray((*batch, min(m, n)), int32),
+          ShapedArray((*batch, m), int32)]
+
+
+lu_p = utils.standard_multi_result_primitive("lu", _lu_abstract_eval)
+
+
+def _lu_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Value]:
+  x_aval = ctx.avals_in[0]
+  _, pivots_aval, perm_aval = ctx.avals_out
+  if _is_empty(x_aval):
+    start = hlo.iota(mlir.aval_to_ir_type(perm_aval), perm_aval.ndim - 1)
+    return [x, mlir.full_like_aval(0, pivots_aval), start]
+  lu_, ipiv, _ = _lapack_call("getrf", x_aval.dtype, [x], [x_aval],
+                              [x_aval, pivots_aval, _info_aval(x_aval.shape)])
+  pivots = hlo.subtract(ipiv, mlir.full_like_aval(1, pivots_aval))  # LAPACK counts from 1
+  perm, = _pivots_to_permutation_lowering(
+      ctx.replace(avals_in=[pivots_aval], avals_out=[perm_aval]), pivots,
+      permutation_size=perm_aval.shape[-1])
+  return [lu_, pivots, perm]
+
+
+def _lu_factors(lu_: Any) -> tuple[Any, Any]:
+  """L (…, m, m) and U (…, n, n) from a packed (…, m, n) LU, completed to square matrices by
+  identity blocks so that both are invertible."""
+  *batch, m, n = _shape(lu_)
+  k = min(m, n)
+  zero = _const(lu_, 0)
+  nb = len(batch)
+  l_cols = slicing.slice_in_dim(_tril(lu_, -1), 0, k, axis=nb + 1)
+  l = shape_ops.pad(l_cols, zero, [(0, 0, 0)] * (nb + 1) + [(0, m - k, 0)])
+  l = lax.add(l, _broadcast_matrix(np.eye(m, dtype=_dtype(lu_)), (*batch, m, m)))
+  u_rows = slicing.slice_in_dim(_triu(lu_), 0, k, axis=nb)
+  u = shape_ops.pad(u_rows, zero, [(0, 0, 0)] * nb + [(0, n - k, 0), (0, 0, 0)])
+  completion = np.diag(np.arange(n) >= k).astype(_dtype(lu_))
+  return l, lax.add(u, _broadcast_matrix(completion, (*batch, n, n)))
+
+
+def _permutation_matrix(perm: Any, dtype: Any) -> Any:
+  """P with P[i, perm[i]] = 1, so that P @ x is x[perm]."""
+  shape = (*_shape(perm), _shape(perm)[-1])
+  n = len(shape)
+  rows = lax.broadcast_in_dim(perm, shape, tuple(range(n - 1)))
+  cols = lax.broadcasted_iota(np.int32, shape, n - 1)
+  return lax.convert_element_type(lax.eq(rows, cols), dtype)
+
+
+def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+  """With PA = LU: L⁻¹ P dA U⁻¹ = L⁻¹dL + dU U⁻¹, strictly lower plus upper, so
+  dL = L tril₋₁(L⁻¹ P dA U⁻¹) and dU = triu(L⁻¹ P dA U⁻¹) U (de Hoog, Anderssen & Lukas 2011,
+  "Differentiation of matrix functionals using triangular factorization")."""
+  (x,), (dx,) = primals, tangents
+  lu_, pivots, perm = lu_p.bind(x)
+  l, u = _lu_factors(lu_)
+  pdx = _matmul(_permutation_matrix(perm, _dtype(x)), dx)
+  l_inv_pdx = triangular_solve(l, pdx, left_side=True, lower=True, unit_diagonal=True)
+  inner = triangular_solve(u, l_inv_pdx, left_side=False, lower=False)
+  dl = _matmul(l, _tril(inner, -1))
+  du = _matmul(_triu(inner), u)
+  return [lu_, pivots, perm], [lax.add(dl, du), _zero_tangent(pivots), _zero_tangent(perm)]
+
+
+mlir.register_lowering(lu_p, _lu_lowering, platform="cpu")
+ad.primitive_jvps[lu_p] = _lu_jvp
+batching.primitive_batchers[lu_p] = _batch_rule(lu_p)
+
+
+# --- the row permutation LAPACK's pivots describe
+
+def lu_pivots_to_permutation(pivots: Any, permutation_size: int) -> Any:
+  """The permutation of range(permutation_size) that applying the row swaps `pivots` (…, k)
+  in order produces, as `lu` returns it.
+
+  Example: `lu_pivots_to_permutation(jnp.array([2, 2], jnp.int32), 3)` is `[2, 0, 1]`.
+  """
+  return lu_pivots_to_permutation_p.bind(pivots, permutation_size=int(permutation_size))
+
+
+def _pivots_to_permutation_shape_rule(pivots: ShapedArray, *, permutation_size: int
+                                      ) -> tuple[int, ...]:
+  utils.check_dtypes("lu_pivots_to_permutation", (np.int32,), pivots)
+  if pivots.ndim < 1 or pivots.shape[-1] > permutation_size:
+    raise TypeError(f"lu_pivots_to_permutation needs pivots (…, k) with k <= "
+                    f"permutation_size={permutation_size}, got {pivots.str_short()}.")
+  return (*pivots.shape[:-1], permutation_size)
+
+
+lu_pivots_to_permutation_p = utils.standard_primitive(
+    "lu_pivots_to_permutation", _pivots_to_permutation_shape_rule, utils.input_dtype,
+    lambda *avals, **params: False)
+
+
+def _swap_step(i: Any, perm: Any, pivots: Any) -> list[Any]:
+  """Loop body: swaps perm[…, i] with perm[…, pivots[…, i]]."""
+  axis = len(_shape(perm)) - 1
+  j = slicing.dynamic_slice_in_dim(pivots, i, 1, axis)
+  perm_i = slicing.dynamic_slice_in_dim(perm, i, 1, axis)
+  at_j = lax.eq(lax.broadcasted_iota(np.int32, _shape(perm), axis),
+                lax.broadcast_in_dim(j, _shape(perm), tuple(range(axis + 1))))
+  perm_j = reductions.reduce_sum(lax.select(at_j, perm, lax.full_like(perm, 0)), [axis])
+  perm = lax.select(at_j, lax.broadcast_in_dim(perm_i, _shape(perm), tuple(range(axis + 1))),
+                    perm)
+  perm_j = shape_ops.expand_dims(perm_j, (axis,))
+  return [lax.add(i, np.int32(1)), slicing.dynamic_update_slice_in_dim(perm, perm_j, i, axis),
+          pivots]
+
+
+def _pivots_to_permutation_lowering(ctx: mlir.LoweringRuleContext, pivots: ir.Value, *,
+                                    permutation_size: int) -> list[ir.Value]:
+  """A `stablehlo.while` over the k swaps (the program's size does not grow with k)."""
+  pivots_aval, perm_aval = ctx.avals_in[0], ctx.avals_out[0]
+  counter_aval = ShapedArray((), np.dtype(np.int32))
+  avals = [counter_aval, perm_aval, pivots_aval]
+  types = [mlir.aval_to_ir_type(a) for a in avals]
+  start = hlo.iota(types[1], perm_aval.ndim - 1)
+  if 0 in pivots_aval.shape:
+    return [start]
+  loop = hlo.WhileOp(types, [mlir.ir_constant(np.int32(0)), start, pivots])
+  cond = loop.cond.blocks.append(*types)
+  with ir.InsertionPoint(cond):
+    k = mlir.ir_constant(np.int32(pivots_aval.shape[-1]))
+    hlo.return_([lax.compare_hlo(cond.arguments[0], k, "LT", np.dtype(np.int32))])
+  body = loop.body.blocks.append(*types)
+  with ir.InsertionPoint(body):
+    hlo.return_(_emit(ctx, _swap_step, avals, *body.arguments))
+  return [loop.results[1]]
+
+
+mlir.register_lowering(lu_pivots_to_permutation_p, _pivots_to_permutation_lowering)
+batching.primitive_batchers[lu_pivots_to_permutation_p] = _batch_rule(
+    lu_pivots_to_permutation_p)
+
+
+def lu_solve(lu_: Any, permutation: Any, b: Any, trans: int = 0) -> Any:
+  """Solves a x = b (trans=0), aᵀ x = b (1) or aᴴ x = b (2) for x given `lu(a)`'s packed
+  factors and permutation; `b` (…, m, k) has the factors' batch dimensions."""
+  l_solve = dict(lower=True, unit_diagonal=True)
+  u_solve = dict(lower=False)
+  if trans == 0:
+    x = _matmul(_permutation_matrix(permutation, _dtype(b)), b)
+    x = triangular_solve(lu_, x, left_side=True, **l_solve)
+    return triangular_solve(lu_, x, left_side=True, **u_solve)
+  # aᵀ = Uᵀ Lᵀ P: solve with Uᵀ, then Lᵀ, then undo the permutation.
+  conj = trans == 2
+  x = triangular_solve(lu_, b, left_side=True, transpose_a=True, conjugate_a=conj, **u_solve)
+  x = triangular_solve(lu_, x, left_side=True, transpose_a=True, conjugate_a=conj, **l_solve)
+  return _matmul(_T(_permutation_matrix(permutation, _dtype(b))), x)
+
+# ============================================================================= QR
+
+def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,
+       use_magma: bool | None = None) -> tuple[Any, Any]:
+  """QR decomposition x = Q R, Q with orthonormal columns, R upper triangular.
+
+  Args:
+    x: matrices (…, m, n).
+    full_matrices: Q is (…, m, m) and R (…, m, n); otherwise, with k = min(m, n), Q is
+      (…, m, k) and R (…, k, n).
+    pivoting: column pivoting is not implemented; use_magma is accepted for JAX
+      compatibility (it picks a GPU algorithm).
+
+  Example: `qr(jnp.array([[3., 0.], [4., 5.]]))[1]` is `[[-5., -4.], [0., 3.]]`.
+  """
+  if pivoting:
+    raise NotImplementedError("qr(pivoting=True) is not implemented in jaxon.")
+  q, r = qr_p.bind(x, full_matrices=bool(full_matrices))
+  return q, r
+
+
+def _qr_abstract_eval(x: ShapedArray, *, full_matrices: bool) -> list[ShapedArray]:
+  *batch, m, n = _matrix_aval("qr", x)
+  k = m if full_matrices else min(m, n)
+  return [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
+
+
+qr_p = utils.standard_multi_result_primitive("qr", _qr_abstract_eval)
+
+
+def _qr_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, full_matrices: bool
+                 ) -> list[ir.Value]:
+  """geqrf leaves R above the diagonal and Householder reflectors below; orgqr turns the
+  reflectors into Q's first `q_cols` columns (with zero columns appended for a complete Q)."""
+  x_aval = ctx.avals_in[0]
+  q_aval, r_aval = ctx.avals_out
+  if _is_empty(x_aval):
+    return _emit(ctx, lambda: _empty_results(ctx.avals_out), [])
+  *batch, m, n = x_aval.shape
+  tau_aval = ShapedArray((*batch, min(m, n)), x_aval.dtype)
+  packed, tau = _lapack_call("geqrf", x_aval.dtype, [x], [x_aval], [x_aval, tau_aval])
+  q_cols, r_rows = q_aval.shape[-1], r_aval.shape[-2]
+
+  def split(packed: Any) -> list[Any]:
+    reflectors = _resize_last(packed, q_cols)
+    return [reflectors, _triu(slicing.slice_in_dim(packed, 0, r_rows, axis=len(batch)))]
+
+  reflectors, r = _emit(ctx, split, [x_aval], packed)
+  q, = _lapack_call("orgqr", x_aval.dtype, [reflectors, tau], [q_aval, tau_aval], [q_aval])
+  return [q, r]
+
+
+def _resize_last(x: Any, size: int) -> Any:
+  """`x` cut or zero-padded to `size` entries along its last dimension."""
+  n = _shape(x)[-1]
+  last = len(_shape(x)) - 1
+  if size <= n:
+    return slicing.slice_in_dim(x, 0, size, axis=last)
+  return shape_ops.pad(x, _const(x, 0), [(0, 0, 0)] * last + [(0, size - n, 0)])
+
+
+def _qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: bool
+            ) -> tuple[list[Any], list[Any]]:
+  """For m >= n (Townsend 2018, "Differentiating the QR decomposition"): with
+  C = Qᴴ dA R⁻¹, dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R, Ω the skew-Hermitian matrix
+  with C's strictly lower part. A wide A = Q [R₁ R₂] differentiates its square left block
+  that way, and dR₂ = Qᴴ (dA₂ - dQ R₂)."""
+  (x,), (dx,) = primals, tangents
+  *_, m, n = _shape(x)
+  if full_matrices and m > n:
+    raise NotImplementedError("The derivative of qr(full_matrices=True) of a tall matrix is "
+                              "not unique (Q's last m - n columns are arbitrary); use "
+                              "full_matrices=False.")
+  q, r = qr_p.bind(x, full_matrices=full_matrices)
+  if m >= n:
+    return [q, r], list(_qr_tall_jvp(q, r, dx))
+  last = len(_shape(x)) - 1
+  left = lambda a: slicing.slice_in_dim(a, 0, m, axis=last)
+  right = lambda a: slicing.slice_in_dim(a, m, n, axis=last)
+  dq, dr1 = _qr_tall_jvp(q, left(r), left(dx))
+  dr2 = _matmul(_H(q), lax.sub(right(dx), _matmul(dq, right(r))))
+  return [q, r], [dq, shape_ops.concatenate([dr1, dr2], last)]
+
+
+def _qr_tall_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
+  dx_rinv = triangular_solve(r, dx)
+  c = _matmul(_H(q), dx_rinv)
+  c_lower = _tril(c, -1)
+  omega = lax.sub(c_lower, _H(c_lower))
+  if _is_complex(c):  # the diagonal of Ω is C's imaginary diagonal (R's stays real)
+    imag_diag = lax.complex(lax.full_like(lax.imag(c), 0), lax.imag(c))
+    omega = lax.add(omega, _where_mask(np.eye(_shape(c)[-1], dtype=bool), imag_diag))
+  dq = lax.add(_matmul(q, lax.sub(omega, c)), dx_rinv)
+  dr = _matmul(lax.sub(c, omega), r)
+  return dq, dr
+
+
+mlir.register_lowering(qr_p, _qr_lowering, platform="cpu")
+ad.primitive_jvps[qr_p] = _qr_jvp
+batching.primitive_batchers[qr_p] = _batch_rule(qr_p)

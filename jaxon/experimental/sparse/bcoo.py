@@ -1,0 +1,38 @@
+"""jaxon.experimental.sparse.bcoo: the BCOO format, its primitives and functions."""
+from jaxon._src.sparse.bcoo import (
+    BCOO as BCOO,
+    bcoo_dot_general as bcoo_dot_general,
+    bcoo_dot_general_p as bcoo_dot_general_p,
+    bcoo_dot_general_sampled as bcoo_dot_general_sampled,
+    bcoo_dot_general_sampled_p as bcoo_dot_general_sampled_p,
+    bcoo_eliminate_zeros as bcoo_eliminate_zeros,
+    bcoo_extract as bcoo_extract,
+    bcoo_extract_p as bcoo_extract_p,
+    bcoo_fromdense as bcoo_fromdense,
+    bcoo_fromdense_p as bcoo_fromdense_p,
+    bcoo_multiply_dense as bcoo_multiply_dense,
+    bcoo_multiply_sparse as bcoo_multiply_sparse,
+    bcoo_reduce_sum as bcoo_reduce_sum,
+    bcoo_sort_indices as bcoo_sort_indices,
+    bcoo_sort_indices_p as bcoo_sort_indices_p,
+    bcoo_spdot_general_p as bcoo_spdot_general_p,
+    bcoo_sum_duplicates as bcoo_sum_duplicates,
+    bcoo_sum_duplicates_p as bcoo_sum_duplicates_p,
+    bcoo_todense as bcoo_todense,
+    bcoo_todense_p as bcoo_todense_p,
+    bcoo_transpose as bcoo_transpose,
+    bcoo_transpose_p as bcoo_transpose_p,
+    bcoo_update_layout as bcoo_update_layout,
+)
+from jaxon._src.sparse.bcoo_structural import (
+    bcoo_broadcast_in_dim as bcoo_broadcast_in_dim,
+    bcoo_concatenate as bcoo_concatenate,
+    bcoo_conv_general_dilated as bcoo_conv_general_dilated,
+    bcoo_dynamic_slice as bcoo_dynamic_slice,
+    bcoo_gather as bcoo_gather,
+    bcoo_reshape as bcoo_reshape,
+    bcoo_rev as bcoo_rev,
+    bcoo_slice as bcoo_slice,
+    bcoo_squeeze as bcoo_squeeze,
+)
+from jaxon._src.sparse.util import SparseInfo as SparseInfo

@@ -1,0 +1,2 @@
+"""jaxon.experimental.sparse.linalg: sparse linear solves."""
+from jaxon._src.sparse.linalg import spsolve as spsolve
