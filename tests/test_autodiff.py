@@ -24,7 +24,7 @@ from jaxon import (
 )
 from jaxon._src import dtypes
 from jaxon.interpreters import ad
-from jaxon.test_util import check_grads
+from tests.util import check_grads
 
 
 def test_grad_tanh_seed_003_value():
@@ -266,3 +266,23 @@ def test_grad_of_an_identity_is_an_array():
   assert type(g) is jaxon.Array and g.weak_type and float(g) == 1.0
   g = jaxon.grad(lambda x: x)(np.float32(0.7))
   assert type(g) is jaxon.Array and not g.weak_type and g.dtype == np.float32
+
+
+def test_public_check_grads_uses_jaxs_step_tolerance_and_precision():
+  """`jaxon.test_util` as `jax.test_util` (values recorded from JAX 0.10.2): a step of 1e-4
+  with the difference taken in float32, and float32's gradient tolerance of 2e-3, which
+  catches a derivative 1% off."""
+  from jaxon import test_util
+  assert test_util.numerical_jvp(jnp.exp, (np.float32(1.0),), (np.float32(1.0),)) \
+      == np.float32(2.719164)
+  got = test_util.numerical_jvp(lambda x: jnp.sin(x) * x, (np.float32(0.3),),
+                                (np.float32(-2.0),))
+  assert got == np.float32(-1.1642277) and got.dtype == np.float32
+
+  @jaxon.custom_jvp
+  def off_by_one_percent(x):
+    return jnp.sin(x)
+  off_by_one_percent.defjvp(lambda p, t: (jnp.sin(p[0]), 1.01 * jnp.cos(p[0]) * t[0]))
+  with pytest.raises(AssertionError, match="JVP tangent"):
+    test_util.check_grads(off_by_one_percent, (np.float32(0.5),), order=1)
+  test_util.check_grads(jnp.sin, (np.float32(0.5),), order=2, modes=("fwd", "rev", "lin"))

@@ -278,6 +278,18 @@ def test_checkify_of_jit():
   assert err.get() == NAN_LOG
 
 
+def test_check_under_pmap_and_shard_map_reports_the_first_failing_device():
+  def f(x):
+    checkify.check(jnp.all(x > 0), "x must be positive: {}", lax.psum(x, "i").sum() + x.sum())
+    return jnp.log(x)
+  x = jnp.arange(4.0).reshape(4, 1) + 1.0
+  g = jaxon.jit(checkify.checkify(jaxon.pmap(f, axis_name="i", devices=jaxon.devices()[:4])))
+  err, out = g(x)
+  assert err.get() is None and np.allclose(out, np.log(x))
+  err, _ = g(x - 3.0)  # devices 0 and 1 fail; device 0 (value -2) is reported
+  assert err.get() == "x must be positive: -4.0 (`check` failed)"
+
+
 @jaxon.custom_jvp
 def custom_log(x):
   return jnp.log(x)

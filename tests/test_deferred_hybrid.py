@@ -118,3 +118,19 @@ def test_hybrid_state_is_bounded_and_cleared(monkeypatch):
     assert len(deferred._hot) <= 10
   deferred.clear_caches()
   assert not (deferred._sequence_work or deferred._hot or deferred._misses)
+
+
+def test_an_eager_loop_is_compiled_as_under_jit_and_never_batched():
+  """As in JAX, an eager `fori_loop` is one program compiled as `jit` compiles it, with
+  XLA's algebraic rewrites (here (x/3)/7 and exp(x)*exp(-x)): the same bits as under
+  `jit`, wherever it runs, hot or not."""
+  import jaxon
+  from jaxon import lax
+
+  def body(i, x):
+    return (x / 3.0) / 7.0 * jnp.exp(x) * jnp.exp(-x) + x * 0.5
+  x = jnp.linspace(0.1, 2.0, 64, dtype=np.float32)
+  jitted = np.asarray(jaxon.jit(lambda x: lax.fori_loop(0, 5, body, x))(x))
+  for _ in range(3):
+    np.testing.assert_array_equal(np.asarray(lax.fori_loop(0, 5, body, jnp.sin(x) * 0 + x)),
+                                  jitted)

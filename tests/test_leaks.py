@@ -109,6 +109,20 @@ def test_no_false_positives():
   np.testing.assert_allclose(got, np.stack([grad(f)(x), grad(f)(2 * x)]), rtol=1e-5)
 
 
+def test_nested_pytree_arguments_and_checkify_are_not_leaks():
+  """The pytree of tracers a transformation hands its function is a dict in a dict that
+  only running code holds (chex's chexify tests run `checkify(jit(f))` so)."""
+  from jaxon.experimental import checkify
+
+  def f(tree):
+    checkify.check(jnp.all(tree["b"]["c"] > 0), "positive")
+    return jnp.log(tree["a"] + tree["b"]["c"])
+  tree = {"a": jnp.ones(2), "b": {"c": jnp.ones(2)}}
+  with jaxon.checking_leaks():
+    err, out = checkify.checkify(jit(f))(tree)
+  assert err.get() is None and np.allclose(out, np.log(2.0))
+
+
 def test_an_error_inside_the_function_is_reported_not_the_leak():
   def fails(x):
     _stored.append(x)

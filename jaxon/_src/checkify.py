@@ -433,16 +433,17 @@ def checkify_closed_jaxpr(jaxpr: ClosedJaxpr, enabled_errors: frozenset,
   (`CheckedJaxpr.split_outputs`)."""
   in_treedef = error_treedef(in_effects, {})
   num_in = in_treedef.num_leaves
-  result: list[Error] = []
+  # What the traced function learns of its output error: its effects and metadata, never
+  # the Error itself, whose leaves are this trace's tracers (they must die with it).
+  result: list[tuple[tuple[ErrorEffect, ...], dict[int, tree_util.PyTreeDef]]] = []
 
   def checked(*args: Any) -> list[Any]:
     error, outs = checkify_jaxpr(jaxpr.jaxpr, jaxpr.consts, enabled_errors,
                                  in_treedef.unflatten(args[:num_in]), *args[num_in:])
-    result.append(error)
+    result.append((error._effects, error._metadata))
     return [*tree_util.tree_leaves(error), *outs]
   closed = pe.trace_to_closed_jaxpr(checked, [*error_avals(in_effects), *jaxpr.in_avals])
-  out_error = result[0]
-  return CheckedJaxpr(closed, out_error._effects, out_error._metadata)
+  return CheckedJaxpr(closed, *result[0])
 
 
 # ----------------------------------------------------------------------------- check_p

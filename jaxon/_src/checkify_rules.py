@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import caches, core, dtypes, tree_util
+from jaxon._src import caches, core, dtypes, shard_map, tree_util
 from jaxon._src.checkify import (
     CheckedJaxpr,
     DivisionByZeroError,
@@ -423,3 +423,58 @@ def _custom_vjp_rule(error: Error, enabled_errors: frozenset, *args: Any,
 
 error_checks[cd.custom_jvp_call_p] = _custom_jvp_rule
 error_checks[cd.custom_vjp_call_p] = _custom_vjp_rule
+
+
+# ----------------------------------------------------------------------------- shard_map
+
+
+@caches.lru_cache(maxsize=1024)
+def _checked_shard_map_body(jaxpr: ClosedJaxpr, mesh: Any, enabled_errors: frozenset,
+                            in_effects: tuple) -> tuple[CheckedJaxpr, ClosedJaxpr]:
+  """The checkified body, and a body that returns each device's error leaves with a new
+  leading dimension of one, so that they leave the shard_map stacked over the devices."""
+  with core.extend_axis_env(shard_map._axis_frames(mesh)):
+    checked = checkify_closed_jaxpr(jaxpr, enabled_errors, in_effects)
+    n = checked.num_error_leaves
+
+    def stacking(*xs: Any) -> list[Any]:
+      outs = core.jaxpr_as_fun(checked.jaxpr)(*xs)
+      return [*(shape_ops.expand_dims(e, (0,)) for e in outs[:n]), *outs[n:]]
+    return checked, pe.trace_to_closed_jaxpr(stacking, checked.jaxpr.in_avals)
+
+
+def _first_failure(error: Error) -> Error:
+  """One error from an error whose leaves are stacked over devices: per kind of failure,
+  the first device's (in mesh order) that failed, as if they had run one after another."""
+  pred, code, payload = {}, {}, {}
+  for effect in error._effects:
+    failed = error._pred[effect]
+    first = reductions.argmax(failed, 0, np.int32)
+    pred[effect] = reductions.reduce_or(failed, (0,))
+    code[effect] = slicing.dynamic_index_in_dim(error._code[effect], first, keepdims=False)
+    payload[effect] = [slicing.dynamic_index_in_dim(p, first, keepdims=False)
+                       for p in error._payload[effect]]
+  return Error(pred, code, error._metadata, payload)
+
+
+def _shard_map_rule(error: Error, enabled_errors: frozenset, *args: Any, jaxpr: ClosedJaxpr,
+                    mesh: Any, in_specs: tuple, out_specs: tuple, check_vma: bool
+                    ) -> tuple[Error, list[Any]]:
+  """Every device checks its own block; the incoming error is replicated in, and each
+  device's error comes out along a new dimension split over all the mesh axes."""
+  with core.extend_axis_env(shard_map._axis_frames(mesh)):
+    error = _with_slots_for(error, enabled_errors, [jaxpr])
+  checked, body = _checked_shard_map_body(jaxpr, mesh, enabled_errors, error._effects)
+  errors = _leaves(error)
+  stacked = (tuple(mesh.axis_names),)
+  outs = shard_map.shard_map_p.bind(
+      *errors, *args, jaxpr=body, mesh=mesh,
+      in_specs=tuple(((),) * np.ndim(e) for e in errors) + in_specs,
+      out_specs=tuple(stacked + ((),) * a.ndim
+                      for a in checked.jaxpr.out_avals[:checked.num_error_leaves]) + out_specs,
+      check_vma=check_vma)
+  per_device, outs = checked.split_outputs(outs, error)
+  return _first_failure(per_device), outs
+
+
+error_checks[shard_map.shard_map_p] = _shard_map_rule

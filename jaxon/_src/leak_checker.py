@@ -119,11 +119,7 @@ class _Scan:
     tracer_ids = {id(t) for t in tracers}
     holders = self.referrers_of_all(tracers)
     containers = self.own([h for h in holders if type(h) in _CONTAINERS])
-    held_from_outside: set[int] = set()  # ids of containers something but code holds
-    if containers:
-      for outer in self.referrers_of_all(containers):
-        if not isinstance(outer, types.FrameType):
-          held_from_outside.update(map(id, gc.get_referents(outer)))
+    held_from_outside = self.held_from_outside(containers)
     for holder in holders:
       if isinstance(holder, types.FrameType) or (
           type(holder) in _CONTAINERS and id(holder) not in held_from_outside):
@@ -134,6 +130,41 @@ class _Scan:
           found.append(x)
           found_holders.append(holder)
     return found, found_holders
+
+  def held_from_outside(self, containers: list[Any]) -> set[int]:
+    """The ids of `containers` that something other than running code holds: a holder that
+    is neither a frame nor a container, or a container itself so held. Followed outward
+    through nested containers (the pytree of tracers a transformation unflattens for the
+    function it calls is a dict in a dict, held by a frame), up to `_MAX_CHAIN` levels;
+    containers still undecided there count as held from outside."""
+    holders_of: dict[int, list[int | None]] = {}  # ids only: this check must hold nothing
+    visited = {id(c) for c in containers}
+    level = containers
+    for _ in range(_MAX_CHAIN):
+      level_ids = {id(c) for c in level}
+      outer_level = self.own([])
+      for outer in self.referrers_of_all(level):
+        if isinstance(outer, types.FrameType):
+          continue
+        outer_id = id(outer) if type(outer) in _CONTAINERS else None  # None: not code
+        for inner in gc.get_referents(outer):
+          if id(inner) in level_ids:
+            holders_of.setdefault(id(inner), []).append(outer_id)
+        if outer_id is not None and outer_id not in visited:
+          visited.add(outer_id)
+          outer_level.append(outer)
+      level = outer_level
+      if not level:
+        break
+    outside = {id(c) for c in level}  # undecided at the last level
+    grew = True
+    while grew:
+      grew = False
+      for container_id, holder_ids in holders_of.items():
+        if container_id not in outside and any(h is None or h in outside for h in holder_ids):
+          outside.add(container_id)
+          grew = True
+    return {id(c) for c in containers if id(c) in outside}
 
   def holder_chain(self, tracer: core.Tracer, holder: Any) -> list[str]:
     """Lines `<A id> is referred to by <B id>[key]`, from the tracer through `holder`

@@ -113,7 +113,25 @@ def pmap(fun: Callable, axis_name: Hashable | None = None, *, in_axes: Any = 0,
     if processes == 1:
       return mapped(*leaves)
     return _across_processes(mapped, leaves, tuple(axes), out_axes, name, mesh_devices)
-  return pmap_f
+  return PmapFunction(fun, pmap_f)
+
+
+class PmapFunction:
+  """A function mapped over devices by `pmap`. Named as JAX's C++ type is: libraries
+  (chex's `is_traceable`) tell pmap-ped functions by the type's name."""
+
+  def __init__(self, fun: Callable, mapped_call: Callable):
+    functools.update_wrapper(self, fun)
+    self._call = mapped_call
+
+  def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    return self._call(*args, **kwargs)
+
+  def __get__(self, obj: Any, objtype: Any = None) -> Any:
+    return self if obj is None else functools.partial(self, obj)
+
+  def __repr__(self) -> str:
+    return f"<PmapFunction of {self.__wrapped__!r}>"
 
 
 @functools.cache

@@ -340,11 +340,13 @@ def as_array(x: Any, aval: ShapedArray | None = None) -> Array:
 
 def compile_primitive(prim: core.Primitive, in_avals: Sequence[ShapedArray],
                       out_avals: Sequence[ShapedArray], params: dict) -> Executable:
-  """The one-equation program of `prim` (eager dispatch caches it per signature)."""
+  """The one-equation program of `prim` (eager dispatch caches it per signature). One
+  that carries a jaxpr (an eager `while_loop`, `scan`, `cond`) is compiled as JAX compiles
+  it, as under `jit`, with XLA's algebraic rewrites; eager dispatch never batches it."""
   invars = [Var(a) for a in in_avals]
   outvars = [Var(a) for a in out_avals]
   jaxpr = Jaxpr([], invars, outvars, [JaxprEqn(invars, outvars, prim, params)])
-  return Executable(jaxpr, [], prim.name, eager=True)
+  return Executable(jaxpr, [], prim.name, eager=not core.carries_jaxprs(params))
 
 
 # ----------------------------------------------------------------------------- jitted jaxprs
