@@ -141,3 +141,15 @@ def test_float0_avals_print_as_jax():
   assert repr(tangent) == "ShapedArray(float0[2])"
   assert repr(core.ShapedArray((), tangent.dtype)) == "ShapedArray(float0[])"
   assert tangent.str_short() == "float0[2]"
+
+
+def test_narrow_float_literals_print_as_floats_and_read_back():
+  """ml_dtypes' scalars print whole values as integers (`1`): jaxprs print them as `1.0`,
+  which a reader takes for a float of the equation's dtype, not an int32."""
+  jaxpr = jaxon.make_jaxpr(lambda x: x * jnp.bfloat16(1) - jnp.bfloat16(-2))(
+      jnp.ones(2, jnp.bfloat16))
+  text = str(jaxpr)
+  assert "mul a 1.0" in text and "sub b -2.0" in text
+  parsed = jaxpr_from_text(text, jaxpr.consts)
+  assert str(parsed) == text
+  assert [str(e.invars[1].aval.dtype) for e in parsed.jaxpr.eqns] == ["bfloat16"] * 2

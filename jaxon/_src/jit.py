@@ -167,9 +167,10 @@ class _CacheEntry:
 
   def compile(self, name: str) -> executable.Executable:
     if self.executable is None:
-      from jaxon._src.state import discharge, types as state_types  # lax layer: lazily
-      if state_types.jaxpr_uses_refs(self.jaxpr.jaxpr):  # takes or makes mutable refs
-        self.executable = discharge.ref_program(self.jaxpr, name)
+      special = next((program for build in special_programs
+                      if (program := build(self.jaxpr, name)) is not None), None)
+      if special is not None:
+        self.executable = special
       elif self.shardings is not None or shardings_inside(self.jaxpr.jaxpr):
         self.executable = _placed_program(self, name)
       elif any(self.donated):
@@ -179,6 +180,11 @@ class _CacheEntry:
         self.executable = executable.executable_for(self.jaxpr, name)
     return self.executable
 
+
+# Builders of the programs a layer above compiles its own way (one that takes or makes
+# mutable refs: `state.discharge`): each returns the program for a jaxpr it handles, else
+# None. Consulted once per compilation, never per call.
+special_programs: list[Callable[[ClosedJaxpr, str], Any]] = []
 
 # Every cached entry of every jitted function, least recently used first.
 _lru: collections.OrderedDict[_CacheEntry, None] = collections.OrderedDict()

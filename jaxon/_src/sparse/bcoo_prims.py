@@ -14,7 +14,6 @@ XLA's dot; that is exact, but costs the dense operand's memory.
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -23,11 +22,10 @@ import numpy as np
 import jaxon.numpy as jnp
 from jaxon._src import core
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.interpreters import ad, batching
 from jaxon._src.lax import lax
 from jaxon._src.lax import shape_ops, sorting
-from jaxon._src.sparse.util import SparseInfo, nfold_vmap
-from jaxon._src.xla import deferred
+from jaxon._src.sparse.util import SparseInfo, nfold_vmap, sparse_primitive
 
 
 class BCOOProperties(NamedTuple):
@@ -72,17 +70,6 @@ def validate_bcoo(data: Any, indices: Any, shape: Sequence[int]) -> BCOOProperti
   return props
 
 
-def _sparse_primitive(name: str, impl: Callable, abstract_eval: Callable,
-                      multiple_results: bool = False) -> core.Primitive:
-  """A primitive evaluated (eagerly and under jit) by compiling `impl`'s lowering."""
-  prim = core.Primitive(name)
-  prim.multiple_results = multiple_results
-  prim.def_impl(functools.partial(deferred.apply_primitive, prim))
-  prim.def_abstract_eval(abstract_eval)
-  mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=multiple_results))
-  return prim
-
-
 def batch_dims_to_front(data: Any, indices: Any, dims: Sequence[int | None],
                         spinfo: SparseInfo, size: int | None = None
                         ) -> tuple[Any, Any, SparseInfo]:
@@ -125,7 +112,7 @@ def _todense_abstract_eval(data: ShapedArray, indices: ShapedArray, *,
   return ShapedArray(tuple(spinfo.shape), data.dtype)
 
 
-bcoo_todense_p = _sparse_primitive("bcoo_todense", _todense_impl, _todense_abstract_eval)
+bcoo_todense_p = sparse_primitive("bcoo_todense", _todense_impl, _todense_abstract_eval)
 
 
 def bcoo_todense_buffers(data: Any, indices: Any, *, spinfo: SparseInfo) -> Any:
@@ -193,7 +180,7 @@ def _extract_abstract_eval(indices: ShapedArray, arr: ShapedArray, *,
   return ShapedArray((*arr.shape[:n_batch], nse, *arr.shape[arr.ndim - n_dense:]), arr.dtype)
 
 
-bcoo_extract_p = _sparse_primitive("bcoo_extract", _extract_impl, _extract_abstract_eval)
+bcoo_extract_p = sparse_primitive("bcoo_extract", _extract_impl, _extract_abstract_eval)
 
 
 def bcoo_extract_buffers(indices: Any, arr: Any, *, assume_unique: bool = True) -> Any:
@@ -264,7 +251,7 @@ def _fromdense_abstract_eval(mat: ShapedArray, *, nse: int, n_batch: int, n_dens
           ShapedArray((*mat.shape[:n_batch], nse, n_sparse), np.dtype(index_dtype))]
 
 
-bcoo_fromdense_p = _sparse_primitive("bcoo_fromdense", _fromdense_impl,
+bcoo_fromdense_p = sparse_primitive("bcoo_fromdense", _fromdense_impl,
                                      _fromdense_abstract_eval, multiple_results=True)
 
 
@@ -337,7 +324,7 @@ def _transpose_abstract_eval(data: ShapedArray, indices: ShapedArray, *,
           ShapedArray(indices_shape, indices.dtype)]
 
 
-bcoo_transpose_p = _sparse_primitive("bcoo_transpose", _transpose_impl,
+bcoo_transpose_p = sparse_primitive("bcoo_transpose", _transpose_impl,
                                      _transpose_abstract_eval, multiple_results=True)
 
 
@@ -438,7 +425,7 @@ def _sort_indices_abstract_eval(data: ShapedArray, indices: ShapedArray, *,
   return [_batched_data_aval(data, indices, props, props.nse), indices]
 
 
-bcoo_sort_indices_p = _sparse_primitive("bcoo_sort_indices", _sort_indices_impl,
+bcoo_sort_indices_p = sparse_primitive("bcoo_sort_indices", _sort_indices_impl,
                                         _sort_indices_abstract_eval, multiple_results=True)
 
 
@@ -520,7 +507,7 @@ def _sum_duplicates_abstract_eval(data: ShapedArray, indices: ShapedArray, *,
           ShapedArray((*indices.shape[:props.n_batch], nse, props.n_sparse), indices.dtype)]
 
 
-bcoo_sum_duplicates_p = _sparse_primitive("bcoo_sum_duplicates", _sum_duplicates_impl,
+bcoo_sum_duplicates_p = sparse_primitive("bcoo_sum_duplicates", _sum_duplicates_impl,
                                           _sum_duplicates_abstract_eval,
                                           multiple_results=True)
 

@@ -23,8 +23,8 @@ from jaxon._src.interpreters import ad, batching
 from jaxon._src.lax import dot_general as dg
 from jaxon._src.lax import shape_ops
 from jaxon._src.sparse import bcoo_prims as prims
-from jaxon._src.sparse.bcoo_prims import _sparse_primitive, validate_bcoo
-from jaxon._src.sparse.util import SparseInfo, nfold_vmap
+from jaxon._src.sparse.bcoo_prims import validate_bcoo
+from jaxon._src.sparse.util import SparseInfo, nfold_vmap, sparse_primitive
 
 
 def _dense_dot_aval(lhs_shape: Sequence[int], lhs_dtype: Any, rhs: ShapedArray,
@@ -60,7 +60,7 @@ def _dot_general_abstract_eval(lhs_data: ShapedArray, lhs_indices: ShapedArray,
                          preferred_element_type)
 
 
-bcoo_dot_general_p = _sparse_primitive("bcoo_dot_general", _dot_general_impl,
+bcoo_dot_general_p = sparse_primitive("bcoo_dot_general", _dot_general_impl,
                                        _dot_general_abstract_eval)
 
 
@@ -156,7 +156,7 @@ def _sampled_abstract_eval(A: ShapedArray, B: ShapedArray, indices: ShapedArray,
   return prims._extract_abstract_eval(indices, dense, assume_unique=True)
 
 
-bcoo_dot_general_sampled_p = _sparse_primitive(
+bcoo_dot_general_sampled_p = sparse_primitive(
     "bcoo_dot_general_sampled", _sampled_impl, _sampled_abstract_eval)
 
 
@@ -296,7 +296,7 @@ def _spdot_general_abstract_eval(lhs_data: ShapedArray, lhs_indices: ShapedArray
           ShapedArray((*batch_shape, nse, n_sparse), lhs_indices.dtype)]
 
 
-bcoo_spdot_general_p = _sparse_primitive("bcoo_spdot_general", _spdot_general_impl,
+bcoo_spdot_general_p = sparse_primitive("bcoo_spdot_general", _spdot_general_impl,
                                          _spdot_general_abstract_eval, multiple_results=True)
 
 

@@ -9,9 +9,8 @@ BCOO's. Other BCSR functions convert through BCOO.
 """
 from __future__ import annotations
 
-import functools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,25 +18,15 @@ import numpy as np
 import jaxon.numpy as jnp
 from jaxon._src import core, tree_util
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.interpreters import ad, batching
 from jaxon._src.lax import dot_general as dg
 from jaxon._src.lax import shape_ops
 from jaxon._src.sparse import bcoo_prims as prims
 from jaxon._src.sparse import bcoo_products as products
 from jaxon._src.sparse.base import JAXSparse
 from jaxon._src.sparse.bcoo import BCOO, bcoo_sum_duplicates
-from jaxon._src.sparse.util import SparseInfo, count_stored_elements, nfold_vmap
-from jaxon._src.xla import deferred
-
-
-def _primitive(name: str, impl: Callable, abstract_eval: Callable,
-               multiple_results: bool = False) -> core.Primitive:
-  prim = core.Primitive(name)
-  prim.multiple_results = multiple_results
-  prim.def_impl(functools.partial(deferred.apply_primitive, prim))
-  prim.def_abstract_eval(abstract_eval)
-  mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=multiple_results))
-  return prim
+from jaxon._src.sparse.util import (SparseInfo, count_stored_elements, nfold_vmap,
+                                    sparse_primitive)
 
 
 def _bcoo_indices(indices: Any, indptr: Any) -> Any:
@@ -67,7 +56,7 @@ def _todense_aval(data, indices, indptr, *, spinfo):
   return prims._todense_abstract_eval(data, _bcoo_indices_aval(indices), spinfo=spinfo)
 
 
-bcsr_todense_p = _primitive("bcsr_todense", _todense_impl, _todense_aval)
+bcsr_todense_p = sparse_primitive("bcsr_todense", _todense_impl, _todense_aval)
 
 
 def _todense_transpose(ct, data, indices, indptr, *, spinfo):
@@ -99,7 +88,7 @@ def _extract_aval(indices, indptr, mat):
   return prims._extract_abstract_eval(_bcoo_indices_aval(indices), mat, assume_unique=True)
 
 
-bcsr_extract_p = _primitive("bcsr_extract", _extract_impl, _extract_aval)
+bcsr_extract_p = sparse_primitive("bcsr_extract", _extract_impl, _extract_aval)
 
 
 def bcsr_extract(indices: Any, indptr: Any, mat: Any) -> Any:
@@ -154,7 +143,7 @@ def _fromdense_aval(mat, *, nse, n_batch, n_dense, index_dtype):
           ShapedArray((*batch, mat.shape[n_batch] + 1), np.dtype(index_dtype))]
 
 
-bcsr_fromdense_p = _primitive("bcsr_fromdense", _fromdense_impl, _fromdense_aval,
+bcsr_fromdense_p = sparse_primitive("bcsr_fromdense", _fromdense_impl, _fromdense_aval,
                               multiple_results=True)
 
 
@@ -182,7 +171,7 @@ def _dot_aval(data, indices, indptr, rhs, **params):
   return products._dot_general_abstract_eval(data, _bcoo_indices_aval(indices), rhs, **params)
 
 
-bcsr_dot_general_p = _primitive("bcsr_dot_general", _dot_impl, _dot_aval)
+bcsr_dot_general_p = sparse_primitive("bcsr_dot_general", _dot_impl, _dot_aval)
 
 
 def _dot_transpose(ct, data, indices, indptr, rhs, **params):

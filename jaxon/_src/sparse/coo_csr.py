@@ -20,10 +20,9 @@ import jaxon.numpy as jnp
 from jaxon._src import core, jaxpr_param_readers, tree_util
 from jaxon._src.api import vmap
 from jaxon._src.core import ShapedArray
-from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.interpreters import ad, batching
 from jaxon._src.sparse.base import JAXSparse
-from jaxon._src.sparse.util import count_stored_elements
-from jaxon._src.xla import deferred
+from jaxon._src.sparse.util import count_stored_elements, sparse_primitive
 
 
 class COOInfo(NamedTuple):
@@ -37,12 +36,8 @@ jaxpr_param_readers.CONSTRUCTORS["COOInfo"] = COOInfo
 
 def _primitive(name: str, impl: Callable, abstract_eval: Callable,
                multiple_results: bool = False) -> core.Primitive:
-  """A primitive evaluated by compiling `impl`'s lowering, batched by vmapping `impl`."""
-  prim = core.Primitive(name)
-  prim.multiple_results = multiple_results
-  prim.def_impl(functools.partial(deferred.apply_primitive, prim))
-  prim.def_abstract_eval(abstract_eval)
-  mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=multiple_results))
+  """A `sparse_primitive`, batched by vmapping `impl`."""
+  prim = sparse_primitive(name, impl, abstract_eval, multiple_results)
 
   def batch_rule(vals: Sequence[Any], dims: Sequence[int | None], **params: Any) -> Any:
     out = vmap(functools.partial(impl, **params), in_axes=tuple(dims))(*vals)

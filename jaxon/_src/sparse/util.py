@@ -11,9 +11,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import jaxon.numpy as jnp
-from jaxon._src import jaxpr_param_readers, tree_util
+from jaxon._src import core, jaxpr_param_readers, tree_util
 from jaxon._src.api import vmap
+from jaxon._src.interpreters import mlir
 from jaxon._src.lax import shape_ops
+from jaxon._src.xla import deferred
 
 
 class SparseEfficiencyError(ValueError):
@@ -80,3 +82,13 @@ def count_stored_elements_per_batch(mat: Any, n_batch: int = 0, n_dense: int = 0
 def count_stored_elements(mat: Any, n_batch: int = 0, n_dense: int = 0) -> Any:
   return count_stored_elements_per_batch(mat, n_batch, n_dense).max(initial=0)
 
+
+def sparse_primitive(name: str, impl: Callable, abstract_eval: Callable,
+                     multiple_results: bool = False) -> core.Primitive:
+  """A primitive evaluated (eagerly and under jit) by compiling `impl`'s lowering."""
+  prim = core.Primitive(name)
+  prim.multiple_results = multiple_results
+  prim.def_impl(functools.partial(deferred.apply_primitive, prim))
+  prim.def_abstract_eval(abstract_eval)
+  mlir.register_lowering(prim, mlir.lower_fun(impl, multiple_results=multiple_results))
+  return prim

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from jaxon._src import caches, core, tree_util
+from jaxon._src import caches, core, jit, tree_util
 from jaxon._src.core import ClosedJaxpr, Jaxpr, Literal
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.lax.control_flow import common
@@ -342,3 +342,11 @@ discharge_rules[while_p] = _while_discharge
 discharge_rules[cond_p] = _cond_discharge
 for _p in discharge_rules:
   _p.bind_hook = _discharging_hook
+
+
+def _program_if_refs(closed: ClosedJaxpr, name: str) -> Any:
+  """A jit's program that takes or makes mutable refs runs discharged (`ref_program`)."""
+  return ref_program(closed, name) if types.jaxpr_uses_refs(closed.jaxpr) else None
+
+
+jit.special_programs.append(_program_if_refs)

@@ -247,9 +247,7 @@ def jaxpr_uses_refs(jaxpr: core.Jaxpr) -> bool:
   for eqn in jaxpr.eqns:
     if any(type(v.aval) is AbstractRef for v in (*eqn.invars, *eqn.outvars)):
       return True
-    for p in eqn.params.values():
-      for j in (p if type(p) is tuple else (p,)):
-        if isinstance(j, (core.Jaxpr, core.ClosedJaxpr)) and jaxpr_uses_refs(
-            j.jaxpr if isinstance(j, core.ClosedJaxpr) else j):
-          return True
+    if any(jaxpr_uses_refs(j.jaxpr if isinstance(j, core.ClosedJaxpr) else j)
+           for j in core.jaxprs_in(eqn.params)):
+      return True
   return False
