@@ -29,8 +29,10 @@ def cache_dir(tmp_path):
 
 
 def compile_fresh(scale: float = 3.0):
-  """A jitted function never seen before (so it is traced and compiled now), and its result
-  on [0, 1, 2, 3]: a NumPy oracle checks it."""
+  """A jitted function never seen before (so it is traced and compiled now, the process's
+  own programs forgotten), and its result on [0, 1, 2, 3]: a NumPy oracle checks it."""
+  jaxon.clear_caches()
+
   def affine(x):
     return x * scale + 1.0
   out = jaxon.jit(affine)(jnp.arange(4.0))
@@ -71,6 +73,23 @@ def test_second_compilation_loads_the_entry(cache_dir):
   compile_fresh()
   after = counts()
   assert after["hits"] == before["hits"] + 1 and after["writes"] == before["writes"]
+
+
+def test_a_program_compiled_in_this_process_is_not_compiled_again(monkeypatch):
+  """A jitted function made anew gives the same module: the process's compiled program
+  answers, without XLA and without the cache directory."""
+  from jaxon._src import compiler
+  compiled = []
+  original = compiler.backend_compile_and_load
+  monkeypatch.setattr(compiler, "backend_compile_and_load",
+                      lambda *a, **k: compiled.append(1) or original(*a, **k))
+  for _ in range(3):
+    out = jaxon.jit(lambda x: x * 7.5 - 2.0)(jnp.arange(4.0))
+    np.testing.assert_array_equal(out, np.arange(4.0) * 7.5 - 2.0)
+  assert len(compiled) == 1
+  jaxon.clear_caches()
+  jaxon.jit(lambda x: x * 7.5 - 2.0)(jnp.arange(4.0))
+  assert len(compiled) == 2
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "foreign", "empty"])

@@ -20,6 +20,7 @@ warns, the cache directory must be trusted.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import logging
 import os
@@ -27,6 +28,7 @@ import platform
 import re
 import struct
 import tempfile
+import threading
 import time
 import warnings
 import zlib
@@ -35,7 +37,7 @@ from typing import Any
 import jaxlib
 from jaxlib import _jax, xla_client
 
-from jaxon._src import compiler
+from jaxon._src import caches, compiler
 from jaxon._src import config as config_mod
 
 logger = logging.getLogger(__name__)
@@ -69,11 +71,39 @@ def reset_cache() -> None:
     stats[name] = 0
 
 
+# Programs compiled in this process, by their text, options and devices, most recently used
+# last: a jitted function made anew (`jit(lambda ...)` in a loop, or a test), or an eager
+# operation whose signature was evicted, gets the same module again; it is not compiled
+# twice. Bounded: each holds its machine code.
+_MAX_LOADED = 512
+_loaded: collections.OrderedDict[tuple, _jax.LoadedExecutable] = collections.OrderedDict()
+_loaded_lock = threading.Lock()
+caches.register(_loaded.clear)
+
+
 def compile_and_load(backend: _jax.Client, module_bytes: bytes,
                      devices: xla_client.DeviceList, options: xla_client.CompileOptions,
                      name: str) -> _jax.LoadedExecutable:
-  """`backend.compile_and_load`, answered from the cache directory when it holds this
-  program, and saving what it compiles there when it is worth it."""
+  """`backend.compile_and_load`, answered from this process's programs, else from the
+  cache directory when it holds this program; saves what it compiles there when it is
+  worth it."""
+  key = (id(backend), module_bytes, options.SerializeAsString(),
+         tuple(d.id for d in devices))
+  with _loaded_lock:
+    loaded = _loaded.get(key)
+  if loaded is None:
+    loaded = _compile_and_load(backend, module_bytes, devices, options, name)
+  with _loaded_lock:
+    _loaded[key] = loaded
+    _loaded.move_to_end(key)
+    if len(_loaded) > _MAX_LOADED:
+      _loaded.popitem(last=False)
+  return loaded
+
+
+def _compile_and_load(backend: _jax.Client, module_bytes: bytes,
+                      devices: xla_client.DeviceList, options: xla_client.CompileOptions,
+                      name: str) -> _jax.LoadedExecutable:
   if not enabled():
     return compiler.backend_compile_and_load(backend, module_bytes, devices, options)
   key = _fingerprint(backend, module_bytes, devices, options)
