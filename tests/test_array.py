@@ -84,11 +84,26 @@ def test_item_and_tolist():
 def test_len_and_iter():
   x = jnp.zeros((4, 2))
   assert len(x) == 4
-  if not hasattr(jaxon.Array, "__getitem__"):
-    pytest.skip("indexing is not in jaxon.numpy yet")
   rows = list(x)
   assert len(rows) == 4 and all(type(r) is jaxon.Array and r.shape == (2,) for r in rows)
   assert [float(v) for v in jnp.ones(3)] == [1.0, 1.0, 1.0]
+  assert list(jnp.zeros((0, 3))) == []
+  with pytest.raises(TypeError, match="iteration over a 0-d array"):
+    iter(jnp.float32(1.0))
+
+
+def test_iteration_unstacks_100_rows_at_a_time():
+  """As in JAX: a concrete array's rows come from `unstack`s of 100-row chunks (one
+  program per chunk, not one indexing operation per row); a tracer's rows are indexed."""
+  values = np.arange(250 * 3, dtype=np.float32).reshape(250, 3)
+  rows = list(jnp.asarray(values))
+  np.testing.assert_array_equal(np.stack([np.asarray(r) for r in rows]), values)
+  weak = list(jnp.asarray([1.0, 2.0]) * 1.0)
+  assert [r.weak_type for r in weak] == [jnp.asarray([1.0])[0].weak_type] * 2
+  key_rows = list(jaxon.random.split(jaxon.random.key(0), 3))
+  assert [r.shape for r in key_rows] == [()] * 3
+  eqns = jaxon.make_jaxpr(lambda x: list(x))(np.ones((2, 3), np.float32)).eqns
+  assert [e.primitive.name for e in eqns] == ["slice", "squeeze"] * 2
 
 
 # ----------------------------------------------------------------------------- printing

@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes, traceback_util
 from jaxon._src.errors import ConcretizationTypeError
-from jaxon._src.lax import lax
+from jaxon._src.lax import lax, slicing, structural
 from jaxon._src.numpy import (creation, indexing, lax_numpy, linear, reductions, searching,
                               shape, sorting, ufuncs)
 from jaxon._src.xla.array import Array
@@ -66,6 +66,25 @@ def _argpartition(self: Any, kth: int | Sequence[int], axis: int = -1,
     raise TypeError("x.argpartition: the 'order' argument is not supported (jaxon arrays "
                     "have no structured dtypes).")
   return sorting.argpartition(self, kth, axis)
+
+
+def _iter_rows(self: Array) -> Any:
+  """A concrete array's rows, as JAX gives them: one `unstack` per 100 rows, not one
+  indexing operation per row (`key, sub = random.split(key)` unpacks this way). An array
+  spread over several devices is indexed row by row."""
+  if not self.aval.shape:
+    raise TypeError("iteration over a 0-d array")
+  n = self.aval.shape[0]
+  if n and len(self.sharding.device_set) > 1:
+    return (self[i] for i in range(n))
+  if n <= _ROWS_PER_UNSTACK:
+    return iter(structural.unstack(self))
+  return (row for start in range(0, n, _ROWS_PER_UNSTACK)
+          for row in structural.unstack(slicing.slice_in_dim(
+              self, start, min(start + _ROWS_PER_UNSTACK, n))))
+
+
+_ROWS_PER_UNSTACK = 100
 
 
 def _copy(self: Any) -> Any:
@@ -227,8 +246,9 @@ _METHODS: dict[str, Any] = {
     "view": _view, "flat": property(_flat),
     # matrices (creation)
     "diagonal": creation.diagonal, "trace": creation.trace,
-    # indexing: __getitem__, at, take and friends (searching)
-    "__getitem__": indexing.getitem, "at": property(indexing._IndexUpdateHelper),
+    # indexing: __getitem__, __iter__, at, take and friends (searching)
+    "__getitem__": indexing.getitem, "__iter__": _iter_rows,
+    "at": property(indexing._IndexUpdateHelper),
     "take": searching.take, "compress": _compress, "choose": searching.choose,
     "nonzero": searching.nonzero, "searchsorted": searching.searchsorted,
     # dot, sort, argsort, argpartition
@@ -255,4 +275,6 @@ def install(cls: type, methods: dict[str, Any] = _METHODS) -> None:
 
 
 install(Array)
-install(core.Tracer, {**_METHODS, **_TRACER_METHODS})
+# A tracer's rows are indexed one by one, as JAX's are (the jaxprs show `index_in_dim`s).
+install(core.Tracer, {**{k: v for k, v in _METHODS.items() if k != "__iter__"},
+                      **_TRACER_METHODS})

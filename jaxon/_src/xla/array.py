@@ -7,7 +7,6 @@ installed by `jaxon.numpy`, the layer that defines them for tracers too.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -190,11 +189,6 @@ class Array(metaclass=_ArrayMeta):
     if not self.aval.shape:
       raise TypeError("len() of unsized object")
     return self.aval.shape[0]
-
-  def __iter__(self) -> Iterator[Any]:
-    if not self.aval.shape:
-      raise TypeError("iteration over a 0-d array")
-    return (self[i] for i in range(self.aval.shape[0]))
 
   def _scalar(self, kind: type, what: str) -> Any:
     if self.size != 1:
