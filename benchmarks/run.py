@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import itertools
 import json
 import os
 import platform
@@ -189,6 +190,16 @@ MLP_SIZES = (784, 512, 512, 10)
 MLP_BATCH = 128
 
 
+_compile_runs = itertools.count(1)
+
+
+def _fresh_scale() -> float:
+  """A factor near 1 that differs on every call. The compile workloads scale their result by
+  it, so each run's program differs from the last: jaxon does not compile a program its
+  process has compiled before, and these rows time compilation."""
+  return 1.0 + next(_compile_runs) * 2.0**-20
+
+
 @workload("mlp_compile", unit="trace+compile", repeat=7)
 def mlp_compile(fw: Framework) -> Callable[[], Any]:
   """3-layer MLP forward (784-512-512-10, batch 128, dot + tanh): jit of a fresh function to
@@ -201,10 +212,12 @@ def mlp_compile(fw: Framework) -> Callable[[], Any]:
   x = fw.device_put(rng.normal(size=(MLP_BATCH, MLP_SIZES[0])).astype(np.float32))
 
   def run() -> Any:
-    def forward(params, x):  # a new function object each time: no cache can answer
+    scale = _fresh_scale()
+
+    def forward(params, x):  # a new function and program each time: no cache can answer
       for w, b in params:
         x = fw.jnp.tanh(fw.jnp.dot(x, w) + b)
-      return x
+      return x * scale
     return fw.block_until_ready(fw.jit(forward)(params, x))
   return run
 
@@ -258,11 +271,24 @@ def _chained(step: Callable, state: Any, *args: Any, fw: Framework, n: int = 10
 def mlp_grad_compile(fw: Framework) -> Callable[[], Any]:
   """jit(grad(loss)) of the MLP 784-512-512-10 (batch 128, softmax cross-entropy): a fresh
   function traced, differentiated and compiled to its first result."""
+  return _mlp_grad_first_result(fw, fresh_program=True)
+
+
+@workload("mlp_grad_rejit", unit="trace+compile", repeat=7)
+def mlp_grad_rejit(fw: Framework) -> Callable[[], Any]:
+  """mlp_grad_compile's jit(grad(loss)) made anew for the same program (a jitted closure
+  rebuilt per call): JAX compiles it again; jaxon reuses the program it compiled."""
+  return _mlp_grad_first_result(fw, fresh_program=False)
+
+
+def _mlp_grad_first_result(fw: Framework, fresh_program: bool) -> Callable[[], Any]:
   params, x, y, loss = _mlp_setup(fw)
 
   def run() -> Any:
-    def fresh_loss(*args):  # a new function object each time: no cache can answer
-      return loss(*args)
+    scale = _fresh_scale() if fresh_program else 1.0
+
+    def fresh_loss(*args):  # a new function object each time
+      return loss(*args) * scale
     return fw.block_until_ready(fw.jit(fw.grad(fresh_loss))(params, x, y))
   return run
 
@@ -370,13 +396,15 @@ def _loop_compile(fw: Framework, unrolled: bool) -> Callable[[], Any]:
   x = fw.device_put(np.linspace(0.0, 1.0, 8, dtype=np.float32))
 
   def run() -> Any:
-    def loop(x):  # a new function object each time: no cache can answer
+    scale = _fresh_scale()
+
+    def loop(x):  # a new function and program each time: no cache can answer
       step = lambda h, _: (fw.jnp.sin(h) * 0.9 + 0.1, None)  # noqa: E731
       if not unrolled:
-        return fw.lax.scan(step, x, None, length=LOOP_STEPS)[0]
+        return fw.lax.scan(step, x, None, length=LOOP_STEPS)[0] * scale
       for _ in range(LOOP_STEPS):
         x, _ = step(x, None)
-      return x
+      return x * scale
     return fw.block_until_ready(fw.jit(loop)(x))
   return run
 
