@@ -74,12 +74,16 @@ def test_modes_eager(mode, kwargs):
         f"pad {mode} {kwargs}")
 
 
-def test_integer_ramp_rounds_as_jax_under_jit():
-  """The case of `_same`'s docstring, with JAX 0.10.2's result."""
+def test_integer_ramp_rounds_as_jax_eagerly_and_under_jit():
+  """The case of `_same`'s docstring, with JAX 0.10.2's result (the same eagerly: JAX's pad
+  is one compiled program, and so is jaxon's eager pad)."""
   x = np.array([-2, 0, -10, 8], np.int32)
-  got = jaxon.jit(lambda a: jnp.pad(a, (9, 4), "linear_ramp", end_values=(1, -2)))(x)
-  np.testing.assert_array_equal(got, [1, 0, 0, -1, -1, -1, -1, -2, -2, -2, 0, -10, 8, 5, 3, 0,
-                                      -2])
+  want = [1, 0, 0, -1, -1, -1, -1, -2, -2, -2, 0, -10, 8, 5, 3, 0, -2]
+  pad = lambda a: jnp.pad(a, (9, 4), "linear_ramp", end_values=(1, -2))  # noqa: E731
+  np.testing.assert_array_equal(jaxon.jit(pad)(x), want)
+  np.testing.assert_array_equal(pad(x), want)
+  np.testing.assert_array_equal(
+      jnp.pad(x, (9, 4), "linear_ramp", end_values=np.array([1, -2])), want)
 
 
 def test_float64_and_integer_rounding(x64):

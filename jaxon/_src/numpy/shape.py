@@ -8,13 +8,14 @@ typed, as in JAX).
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes
+from jaxon._src import api, core, dtypes
 from jaxon._src.lax import lax, shape_ops, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import util
@@ -677,10 +678,44 @@ def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> An
                      f"'constant' or 'empty' (mode {mode!r}, shape {array.shape}).")
   if math.prod(array.shape) == 0:
     return _pad_constant(array, widths, 0)  # nothing to read the padding from, and no room
+  options = _static_options(kwargs)
+  if options is not None and core.is_eval_trace_current():
+    return _pad_as_one_program(array, tuple(widths), mode, options)
+  return _pad_axes(array, widths, mode, kwargs)
+
+
+def _pad_axes(array: Any, widths: Sequence[tuple[int, int]], mode: str,
+              kwargs: dict[str, Any]) -> Any:
   pad_axis = _axis_padder(array, mode, kwargs)
   for axis, (before, after) in enumerate(widths):
     array = pad_axis(array, axis, before, after)
   return array
+
+
+@functools.partial(api.jit, static_argnums=(1, 2, 3))
+def _pad_as_one_program(array: Any, widths: tuple[tuple[int, int], ...], mode: str,
+                        options: tuple[tuple[str, Any], ...]) -> Any:
+  """An eager pad, compiled whole as JAX's `_pad` is: XLA then fuses a ramp's float
+  multiply-add as in JAX, and an integer ramp floors as JAX's does (op by op, jaxon keeps
+  them apart, and a value just below an integer could floor differently)."""
+  return _pad_axes(array, widths, mode, dict(options))
+
+
+def _static_options(kwargs: dict[str, Any]) -> tuple[tuple[str, Any], ...] | None:
+  """The mode's options as a hashable tuple of Python values (NumPy arrays as nested
+  tuples), or None if one is not concrete."""
+  options = []
+  for name, value in sorted(kwargs.items()):
+    try:
+      value = np.asarray(value).tolist() if not isinstance(value, (str, type(None))) else value
+    except Exception:  # a tracer
+      return None
+    options.append((name, _nested_tuple(value)))
+  return tuple(options)
+
+
+def _nested_tuple(value: Any) -> Any:
+  return tuple(map(_nested_tuple, value)) if isinstance(value, list) else value
 
 
 def _pad_widths(pad_width: Any, ndim: int) -> list[tuple[int, int]]:
