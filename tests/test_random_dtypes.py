@@ -305,9 +305,18 @@ if _has_native_fp16():
     GOLDEN[_case] = (_dtype, _shape, *(new or old for new, old in zip(_draws, _recorded)))
 
 
+# The layouts differ in how a key becomes bits (and how it splits), not in what a sampler
+# does with the bits for each dtype: under the original layout, the samplers that turn bits
+# into each width are checked for every dtype, the others for their widest one (each case
+# is one more compilation of a sampler).
+LAYOUT_SENSITIVE_PER_DTYPE = {"bits", "uniform", "normal", "randint", "randint_wide"}
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_draws_match_jax_for_every_dtype(layout, name):
   dtype_names, draw = CASES[name]
+  if not layout and name not in LAYOUT_SENSITIVE_PER_DTYPE:
+    dtype_names = dtype_names[-1:]
   for dtype_name in dtype_names:
     want_dtype, want_shape, partitionable, original = GOLDEN[name, dtype_name]
     want = partitionable if layout else original
