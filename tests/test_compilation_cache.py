@@ -78,10 +78,9 @@ def test_second_compilation_loads_the_entry(cache_dir):
 def test_a_program_compiled_in_this_process_is_not_compiled_again(monkeypatch):
   """A jitted function made anew gives the same module: the process's compiled program
   answers, without XLA and without the cache directory."""
-  from jaxon._src import compiler
   compiled = []
-  original = compiler.backend_compile_and_load
-  monkeypatch.setattr(compiler, "backend_compile_and_load",
+  original = compilation_cache._compile_and_load
+  monkeypatch.setattr(compilation_cache, "_compile_and_load",
                       lambda *a, **k: compiled.append(1) or original(*a, **k))
   for _ in range(3):
     out = jaxon.jit(lambda x: x * 7.5 - 2.0)(jnp.arange(4.0))

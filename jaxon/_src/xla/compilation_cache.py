@@ -74,11 +74,14 @@ def reset_cache() -> None:
 # Programs compiled in this process, by their text, options and devices, most recently used
 # last: a jitted function made anew (`jit(lambda ...)` in a loop, or a test), or an eager
 # operation whose signature was evicted, gets the same module again; it is not compiled
-# twice. Bounded: each holds its machine code.
+# twice. Bounded: each holds its machine code. While the compiler hook is replaced (chex's
+# `restrict_backends` vetoes compilations through it) every program goes to the hook, as in
+# JAX, which compiles a function made anew again.
 _MAX_LOADED = 512
 _loaded: collections.OrderedDict[tuple, _jax.LoadedExecutable] = collections.OrderedDict()
 _loaded_lock = threading.Lock()
 caches.register(_loaded.clear)
+_UNWATCHED_HOOK = compiler.backend_compile_and_load
 
 
 def compile_and_load(backend: _jax.Client, module_bytes: bytes,
@@ -87,6 +90,8 @@ def compile_and_load(backend: _jax.Client, module_bytes: bytes,
   """`backend.compile_and_load`, answered from this process's programs, else from the
   cache directory when it holds this program; saves what it compiles there when it is
   worth it."""
+  if compiler.backend_compile_and_load is not _UNWATCHED_HOOK:
+    return _compile_and_load(backend, module_bytes, devices, options, name)
   key = (id(backend), module_bytes, options.SerializeAsString(),
          tuple(d.id for d in devices))
   with _loaded_lock:
