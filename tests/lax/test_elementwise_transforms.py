@@ -237,3 +237,19 @@ def test_integer_outputs_have_float0_tangents(name, fn):
 def test_polygamma_order_is_not_differentiable():
   with pytest.raises(ValueError, match="order m"):
     jaxon.grad(lambda m: lax.polygamma(m, np.float32(2.0)))(np.float32(1.0))
+
+
+@pytest.mark.parametrize("name,fn,dtype", [
+    ("exp", lax.exp, f32), ("exp2", lax.exp2, f32), ("expm1", lax.expm1, f32),
+    ("sqrt", lax.sqrt, f32), ("rsqrt", lax.rsqrt, f32), ("cbrt", lax.cbrt, f32),
+    ("logistic", lax.logistic, f32), ("tan", lax.tan, f32), ("tanh", lax.tanh, f32),
+    ("erf_inv", lax.erf_inv, f32), ("abs", lax.abs, c64),
+    ("max", lambda x: lax.max(x, 1.0), f32), ("min", lambda x: lax.min(x, 1.0), f32),
+    ("pow", lambda x: lax.pow(2.0, x), f32), ("bessel_i0e", lax.bessel_i0e, f32),
+    ("bessel_i1e", lax.bessel_i1e, f32)])
+def test_derivative_taken_from_the_output_binds_the_function_once(name, fn, dtype):
+  """As JAX's rules (`defjvp2`), a derivative written with f(x) reuses the output: the JVP's
+  jaxpr binds f once, so reverse mode and eager gradients compute it once too."""
+  x = np.ones(3, dtype)
+  jaxpr = jaxon.make_jaxpr(lambda x, t: jaxon.jvp(fn, (x,), (t,)))(x, x).jaxpr
+  assert [e.primitive.name for e in jaxpr.eqns].count(name) == 1, str(jaxpr)

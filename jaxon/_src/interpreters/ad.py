@@ -385,12 +385,26 @@ primitive_jvps[add_jaxvals_p] = lambda primals, tangents: (
 def defjvp(primitive: core.Primitive, *jvp_rules: Callable | None) -> None:
   """One rule per operand, `rule(tangent, *primals, **params) -> output tangent`; the
   output tangent is their sum (None marks an operand the output does not depend on)."""
+  _define_operand_jvps(primitive, jvp_rules, with_output=False)
+
+
+def defjvp2(primitive: core.Primitive, *jvp_rules: Callable | None) -> None:
+  """`defjvp` for rules written with the primal output,
+  `rule(tangent, output, *primals, **params)`: tanh's derivative is `1 - tanh(x)**2`, and
+  taking `tanh(x)` from the output instead of binding it again keeps one tanh in the jaxpr
+  (and in eager work), as JAX's rules do."""
+  _define_operand_jvps(primitive, jvp_rules, with_output=True)
+
+
+def _define_operand_jvps(primitive: core.Primitive, jvp_rules: Sequence[Callable | None],
+                         with_output: bool) -> None:
   def rule(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple:
     primal_out = primitive.bind(*primals, **params)
+    before_primals = (primal_out,) if with_output else ()
     tangent_out = Zero(core.get_aval(primal_out).to_tangent_aval())
     for jvp, t in zip(jvp_rules, tangents):
       if jvp is not None and type(t) is not Zero:
-        tangent_out = add_tangents(tangent_out, jvp(t, *primals, **params))
+        tangent_out = add_tangents(tangent_out, jvp(t, *before_primals, *primals, **params))
     return primal_out, tangent_out
   primitive_jvps[primitive] = rule
 

@@ -156,21 +156,21 @@ def _i0e_impl(x: Any) -> Any:
   return lax.select(lax.le(x, _const(x, 8)), near, far)
 
 
-def _i1e_jvp(g: Any, x: Any) -> Any:
+def _i1e_jvp(g: Any, i1e: Any, x: Any) -> Any:
   """i1e' = i0e - i1e (sign(x) + 1/x), whose limit at 0 is 1/2 (taken for |x| <= eps,
   where the formula cancels badly)."""
   tiny = lax.le(lax.abs(x), _eps(x))
   safe_x = lax.select(tiny, lax.full_like(x, 1), x)
-  slope = lax.sub(bessel_i0e(safe_x), lax.mul(bessel_i1e(safe_x), lax.add(
+  slope = lax.sub(bessel_i0e(safe_x), lax.mul(i1e, lax.add(
       lax.sign(safe_x), lax.div(_const(x, 1), safe_x))))
   return lax.mul(g, lax.select(tiny, lax.full_like(x, 0.5), slope))
 
 
 mlir.register_lowering(bessel_i0e_p, mlir.lower_fun(_i0e_impl, multiple_results=False))
 mlir.register_lowering(bessel_i1e_p, lambda ctx, x: [chlo.bessel_i1e(x)])
-ad.defjvp(bessel_i0e_p, lambda g, x: lax.mul(
-    g, lax.sub(bessel_i1e(x), lax.mul(lax.sign(x), bessel_i0e(x)))))
-ad.defjvp(bessel_i1e_p, _i1e_jvp)
+ad.defjvp2(bessel_i0e_p, lambda g, i0e, x: lax.mul(
+    g, lax.sub(bessel_i1e(x), lax.mul(lax.sign(x), i0e))))
+ad.defjvp2(bessel_i1e_p, _i1e_jvp)
 
 
 # ----------------------------------------------------------------------------- igamma
