@@ -184,3 +184,68 @@ def test_repeated_eager_key_code_is_compiled_as_a_batch():
       key, _ = jr.split(key)
     jaxon.block_until_ready(key)
   np.testing.assert_array_equal(np.asarray(key), np.array([547840628, 543358469], np.uint32))
+
+
+# ----------------------------------------------------------------------------- jaxlib's C++ path
+
+def python_calls() -> int:
+  from jaxon._src.xla import cpp_dispatch
+  return cpp_dispatch.stats["python_calls"]
+
+
+@pytest.mark.parametrize("args", ["arrays", "numpy", "scalars", "pytree"])
+def test_a_seen_signature_is_answered_in_cpp(args):
+  """After a signature's first call, jaxlib's C++ jit answers it: jaxon's Python path is not
+  entered again over 1,000 calls."""
+  f = jaxon.jit(lambda x, y: jaxon.tree_map(lambda a: a * 2.0 + y, x))
+  x, y = {"arrays": (jnp.arange(3.0), jnp.float32(1)),
+          "numpy": (np.arange(3.0, dtype=np.float32), np.float32(1)),
+          "scalars": (2.0, 1),
+          "pytree": ({"a": jnp.arange(3.0), "b": [jnp.ones(2)]}, jnp.float32(1))}[args]
+  first = f(x, y)
+  before = python_calls()
+  for _ in range(1000):
+    out = f(x, y)
+  assert python_calls() == before
+  jaxon.tree_map(lambda o, w: np.testing.assert_array_equal(np.asarray(o), np.asarray(w)),
+                 out, first)
+  assert all(type(o) is jaxon.Array for o in jaxon.tree_leaves(out))
+
+
+def test_what_cpp_does_not_answer_goes_to_the_python_path():
+  """Keys (whose buffers look like uint32 data), tracers and jit under a trace stay on the
+  Python path; so does every call while NaN checks are on, even of a signature jaxlib
+  answered before."""
+  f = jaxon.jit(lambda x: x * 2.0)
+  x, nans = jnp.arange(3.0), jnp.full(3, np.nan)
+  f(x), f(nans)
+  before = python_calls()
+  jaxpr = jaxon.make_jaxpr(lambda y: f(x) + y)(1.0)  # a concrete argument, under a trace
+  assert "pjit" in str(jaxpr)
+  with jaxon.debug_nans(True):
+    f(x)
+    with pytest.raises(FloatingPointError):
+      f(nans)
+  assert python_calls() == before + 3
+  k = jaxon.jit(lambda k: jr.split(k))
+  key = jr.key(0)
+  k(key), k(key)
+  assert python_calls() == before + 5
+
+
+def test_a_flag_set_in_another_thread_is_that_threads_alone():
+  import threading
+  f, traced = traces_of(lambda x: x @ x)
+  x = jnp.ones((2, 2))
+  f(x)
+  seen = []
+
+  def other():
+    with jaxon.default_matmul_precision("float32"):
+      seen.append(f(x))
+  thread = threading.Thread(target=other)
+  thread.start()
+  thread.join()
+  assert len(traced) == 2 and len(seen) == 1  # traced again for the other context
+  f(x)
+  assert len(traced) == 2  # this thread's context is as before

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from jaxlib import _jax
 
 import jaxon
 import jaxon.numpy as jnp
@@ -24,7 +25,7 @@ from jaxon._src import core
 from jaxon._src import jit as jit_mod
 from jaxon._src.interpreters import ad
 from jaxon._src.lax.control_flow import common
-from jaxon._src.xla import deferred, executable
+from jaxon._src.xla import cpp_dispatch, deferred, executable
 
 
 class Counted:
@@ -63,7 +64,9 @@ def test_clear_caches_empties_every_cache():
 
 
 def test_cache_is_least_recently_used_over_all_functions(monkeypatch):
+  """The Python path's cache of traced signatures (jaxlib's C++ cache kept out of it)."""
   monkeypatch.setattr(jit_mod, "CACHE_CAPACITY", 3)
+  monkeypatch.setattr(cpp_dispatch, "fastpath", lambda *args: None)
   jaxon.clear_caches()
   f, g = Counted(lambda x: x + 1.0), Counted(lambda x: x * 2.0)
   jf, jg = jit(f), jit(g)
@@ -77,6 +80,27 @@ def test_cache_is_least_recently_used_over_all_functions(monkeypatch):
   assert f.calls == calls, "the recently used signature stayed"
   jf(b)
   assert f.calls == calls + 1, "the least recently used one was evicted"
+
+
+def test_cpp_cache_is_least_recently_used_over_all_functions(monkeypatch):
+  """jaxlib's cache of the signatures it answers holds a bounded number over all jitted
+  functions (8192, as JAX's); an evicted one goes back to the Python path, which still
+  has its trace."""
+  assert cpp_dispatch._cache.capacity() == 8192
+  monkeypatch.setattr(cpp_dispatch, "_cache", _jax.PjitFunctionCache(capacity=3))
+  f, g = Counted(lambda x: x + 1.0), Counted(lambda x: x * 2.0)
+  jf, jg = jit(f), jit(g)
+  a, b, c = (jnp.ones(n) for n in (1, 2, 3))
+  jf(a), jf(b), jg(a)
+  python_calls = cpp_dispatch.stats["python_calls"]
+  jf(a)  # a's entry is used again: b's is now the oldest
+  jg(c)  # a fourth entry evicts b's
+  assert cpp_dispatch.stats["python_calls"] == python_calls + 1
+  jf(a)
+  assert cpp_dispatch.stats["python_calls"] == python_calls + 1, "a's stayed in C++"
+  jf(b)
+  assert cpp_dispatch.stats["python_calls"] == python_calls + 2, "b's was evicted"
+  assert f.calls == 2, "and not traced again"
 
 
 def test_dead_functions_leave_the_cache():

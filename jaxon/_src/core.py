@@ -378,15 +378,28 @@ def current_trace() -> Trace:
   return _trace_state.trace
 
 
+# Where jaxlib's C++ jit learns whether a jitted call may run (`xla/cpp_dispatch.py`
+# installs it): `staging_hook(True)` while a trace other than evaluation is current or a
+# named axis is bound, when a call must go to `jit`'s Python path (to stage `pjit`, or to
+# see the axes), and `staging_hook(False)` when that ends.
+staging_hook: Callable[[bool], None] = lambda staging: None
+
+
+def _refresh_staging_key() -> None:
+  staging_hook(type(_trace_state.trace) is not EvalTrace or bool(_axis_env.frames))
+
+
 @contextmanager
 def set_current_trace(trace: Trace) -> Iterator[None]:
   state = _trace_state
   prev = state.trace
   state.trace = trace
+  _refresh_staging_key()
   try:
     yield
   finally:
     state.trace = prev
+    _refresh_staging_key()
 
 
 def is_eval_trace_current() -> bool:
@@ -415,10 +428,12 @@ def extend_axis_env(frames: Sequence[tuple[Any, int]]) -> Iterator[None]:
   """Binds each (name, size) in `frames` for the dynamic extent of the block."""
   prev = _axis_env.frames
   _axis_env.frames = prev + tuple(frames)
+  _refresh_staging_key()
   try:
     yield
   finally:
     _axis_env.frames = prev
+    _refresh_staging_key()
 
 
 def axis_frames() -> tuple[tuple[Any, int], ...]:

@@ -32,7 +32,7 @@ from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.mesh import current_mesh
 from jaxon._src.pjit import pjit_p, sharding_params, shardings_inside
 from jaxon._src import sharding_impls
-from jaxon._src.xla import executable
+from jaxon._src.xla import cpp_dispatch, executable
 from jaxon._src.xla.array import Array
 
 logger = logging.getLogger(__name__)
@@ -200,10 +200,13 @@ def _remember(owner: dict, key: Hashable, entry: _CacheEntry) -> None:
     old.owner.pop(old.key, None)
 
 
-def _forget_function(owner: dict) -> None:
-  """Drops a dead function's entries from the shared order (they go with it)."""
+def _forget_function(owner: dict, cpp: Any) -> None:
+  """Drops a dead function's entries from the shared order (they go with it) and from
+  jaxlib's cache."""
   for entry in owner.values():
     _lru.pop(entry, None)
+  if cpp is not None:
+    cpp._clear_cache()
 
 
 @caches.register
@@ -252,8 +255,14 @@ class PjitFunction:
     # It stays usable when the shared order evicts the entry: a hot function never
     # retraces because of other functions' entries.
     self._last: tuple[Hashable, _CacheEntry | None] = (None, None)
+    # A plain `jit(f)` is called through jaxlib's C++ jit, which answers the signatures the
+    # Python path (`_call_python`) has run and handed over (see `xla/cpp_dispatch.py`).
+    self._cpp = None
+    if not (argnums.static_nums or argnums.static_names or argnums.donate_nums
+            or argnums.donate_names or inline or shardings):
+      self._cpp = cpp_dispatch.pjit(self._name, fun, _cache_miss_of(weakref.ref(self)))
     _live_functions.add(self)
-    weakref.finalize(self, _forget_function, self._cache).atexit = False
+    weakref.finalize(self, _forget_function, self._cache, self._cpp).atexit = False
 
   def _split_statics(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple[tuple, dict]]:
     """(static (position or name, value) pairs, (dynamic args, dynamic kwargs))."""
@@ -354,28 +363,38 @@ class PjitFunction:
 
   @traceback_util.inline_api_boundary
   def __call__(self, *args: Any, **kwargs: Any) -> Any:
-    # Every step of this path is paid on each call of a jitted function: keep it short.
     try:
-      if _maybe_disabled and _flag_values.jax_disable_jit:
-        return self._fun(*args, **kwargs)
-      leaves, entry = self._entry(args, kwargs)
-      if core.is_eval_trace_current():
-        if _maybe_no_execution and _flag_values.jax_no_execution:
-          raise RuntimeError(f"JAX tried to execute function jit({self._name}), but the "
-                             "no_execution config option is set")
-        outs = (entry.executable or entry.compile(self._name))(leaves)
-        if _check_outputs:  # jax_debug_nans/infs: on a bad value, re-run op by op
-          debug_nans.check_jit_outputs(self._fun, self._name, args, kwargs, outs)
-      elif self._inline:
-        outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *entry.const_args,
-                               *leaves)
-      else:
-        outs = pjit_p.bind(*entry.const_args, *leaves, jaxpr=entry.jaxpr, name=self._name,
-                           **_pjit_shardings(entry))
-      return outs[0] if entry.returns_leaf else entry.out_tree.unflatten(outs)
+      if self._cpp is not None:
+        return self._cpp(*args, **kwargs)
+      return self._call_python(args, kwargs)[0]
     except Exception as e:
       traceback_util.filter_at_boundary(e)
       raise
+
+  def _call_python(self, args: tuple, kwargs: dict) -> tuple[Any, Any]:
+    """The Python path of a call: its result, and the executable that computed it when the
+    call ran one as it is (else None)."""
+    # Every step of this path is paid on each call it takes: keep it short.
+    if _maybe_disabled and _flag_values.jax_disable_jit:
+      return self._fun(*args, **kwargs), None
+    leaves, entry = self._entry(args, kwargs)
+    ran = None
+    if core.is_eval_trace_current():
+      if _maybe_no_execution and _flag_values.jax_no_execution:
+        raise RuntimeError(f"JAX tried to execute function jit({self._name}), but the "
+                           "no_execution config option is set")
+      ran = entry.executable or entry.compile(self._name)
+      outs = ran(leaves)
+      if _check_outputs:  # jax_debug_nans/infs: on a bad value, re-run op by op
+        debug_nans.check_jit_outputs(self._fun, self._name, args, kwargs, outs)
+        ran = None
+    elif self._inline:
+      outs = core.eval_jaxpr(entry.jaxpr.jaxpr, entry.jaxpr.consts, *entry.const_args,
+                             *leaves)
+    else:
+      outs = pjit_p.bind(*entry.const_args, *leaves, jaxpr=entry.jaxpr, name=self._name,
+                         **_pjit_shardings(entry))
+    return (outs[0] if entry.returns_leaf else entry.out_tree.unflatten(outs)), ran
 
   @traceback_util.api_boundary
   def lower(self, *args: Any, **kwargs: Any) -> Lowered:
@@ -400,6 +419,8 @@ class PjitFunction:
       _lru.pop(entry, None)
     self._cache.clear()
     self._last = (None, None)
+    if self._cpp is not None:
+      self._cpp._clear_cache()
 
   def _cache_size(self) -> int:
     return len(self._cache)
@@ -410,6 +431,18 @@ class PjitFunction:
   def __repr__(self) -> str:
     # JAX's form, which libraries (chex) read to tell a jitted function from a plain one.
     return f"<PjitFunction of {self._fun!r}>"
+
+
+def _cache_miss_of(function: weakref.ref[PjitFunction]) -> Callable[..., tuple]:
+  """What jaxlib's C++ jit calls for a signature it cannot answer: the Python path, and the
+  fast path for that signature when the call ran a program as it is on evaluation's trace.
+  (The function is held weakly: jaxlib's object, which holds this, is held by it.)"""
+  def cache_miss(*args: Any, **kwargs: Any) -> tuple:
+    result, ran = function()._call_python(args, kwargs)
+    fast = (cpp_dispatch.fastpath(ran, args, kwargs, result)
+            if ran is not None and not core.axis_frames() else None)
+    return result, fast, False
+  return cache_miss
 
 
 def _unhashable_static_error(statics: tuple) -> ValueError:

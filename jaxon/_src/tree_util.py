@@ -30,6 +30,11 @@ registry = _pytree.PyTreeRegistry(enable_none=True, enable_tuple=True, enable_na
                                   enable_list=True, enable_dict=True)
 registry.__module__, registry.__name__ = __name__, "registry"  # treedefs pickle by reference
 default_registry = registry
+# The registry jaxlib's C++ jit flattens arguments with: every node of `registry`, and
+# jaxon's concrete Array as a node over its device buffer (`xla/cpp_dispatch.py`).
+dispatch_registry = _pytree.PyTreeRegistry(enable_none=True, enable_tuple=True,
+                                           enable_namedtuple=True, enable_list=True,
+                                           enable_dict=True)
 
 T = TypeVar("T")
 Typ = TypeVar("Typ", bound=type)
@@ -251,7 +256,8 @@ def register_pytree_node(nodetype: type[T], flatten_func: Callable[[T], tuple[It
     flatten_with_keys_func: optional `x -> (((key, child), ...), aux_data)` for key paths;
       without it children are keyed by `FlattenedIndexKey`.
   """
-  registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+  for each in (registry, dispatch_registry):
+    each.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
 
 
 def register_pytree_with_keys(nodetype: type[T], flatten_with_keys: Callable,
@@ -266,7 +272,8 @@ def register_pytree_with_keys(nodetype: type[T], flatten_with_keys: Callable,
     def flatten_func(x):
       key_children, aux = flatten_with_keys(x)
       return [child for _, child in key_children], aux
-  registry.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+  for each in (registry, dispatch_registry):
+    each.register_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
 def register_pytree_node_class(cls: Typ) -> Typ:
@@ -320,7 +327,8 @@ def register_dataclass(nodetype: Typ, data_fields: Sequence[str] | None = None,
     data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
   elif dataclasses.is_dataclass(nodetype):
     _check_dataclass_fields(nodetype, {*data_fields, *meta_fields}, drop_fields)
-  registry.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
+  for each in (registry, dispatch_registry):
+    each.register_dataclass_node(nodetype, list(data_fields), list(meta_fields))
   return nodetype
 
 

@@ -55,7 +55,9 @@ class Array(metaclass=_ArrayMeta):
   `_buf` (which every use of the data does) runs the pending operations first.
   """
 
-  __slots__ = ("aval", "_buf", "_npy", "_pending", "__weakref__")
+  # `_dispatch_node`: how jaxlib's C++ jit flattens the Array (see `xla/cpp_dispatch.py`),
+  # made on first use.
+  __slots__ = ("aval", "_buf", "_npy", "_pending", "_dispatch_node", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, aval: ShapedArray, buf: _jax.ArrayImpl):
@@ -77,10 +79,18 @@ class Array(metaclass=_ArrayMeta):
     self._pending = None
 
   def __getattr__(self, name: str) -> Any:
-    """Only reached for `_buf` of a pending Array (slots that are set never get here)."""
+    """Only reached for `_buf` of a pending Array and for `_dispatch_node` not yet made
+    (slots that are set never get here)."""
     if name == "_buf" and self._pending is not None:
       _materialize(self)
       return self._buf
+    if name == "_dispatch_node":
+      # The device buffer, for jaxlib's signature. A key Array's buffer holds its physical
+      # data, whose signature another Array could have: jaxlib gets the aval instead, a
+      # leaf it does not know, which sends the call to jit's Python path.
+      child = self._buf if isinstance(self.aval.dtype, np.dtype) else self.aval
+      self._dispatch_node = ((child,), None)
+      return self._dispatch_node
     raise AttributeError(f"'Array' object has no attribute {name!r}")
 
   shape = property(lambda self: self.aval.shape)
