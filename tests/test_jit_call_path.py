@@ -249,3 +249,17 @@ def test_a_flag_set_in_another_thread_is_that_threads_alone():
   assert len(traced) == 2 and len(seen) == 1  # traced again for the other context
   f(x)
   assert len(traced) == 2  # this thread's context is as before
+
+
+def test_a_function_with_many_arrays_keeps_to_the_python_path():
+  """Rebuilding many outputs costs more through jaxlib than through jaxon's own path: past
+  `MAX_ARRAYS` arrays in and out, a function is called through the Python path."""
+  from jaxon._src.xla import cpp_dispatch
+  f, traced = traces_of(lambda xs: [x * 2.0 for x in xs])
+  xs = [jnp.full(2, float(i)) for i in range(cpp_dispatch.MAX_ARRAYS)]
+  f(xs)
+  before = python_calls()
+  for _ in range(5):
+    out = f(xs)
+  assert python_calls() == before and f._cpp is None and len(traced) == 1
+  np.testing.assert_array_equal(np.asarray(out[3]), [6.0, 6.0])

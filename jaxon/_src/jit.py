@@ -438,9 +438,13 @@ def _cache_miss_of(function: weakref.ref[PjitFunction]) -> Callable[..., tuple]:
   fast path for that signature when the call ran a program as it is on evaluation's trace.
   (The function is held weakly: jaxlib's object, which holds this, is held by it.)"""
   def cache_miss(*args: Any, **kwargs: Any) -> tuple:
-    result, ran = function()._call_python(args, kwargs)
+    jitted = function()
+    result, ran = jitted._call_python(args, kwargs)
     fast = (cpp_dispatch.fastpath(ran, args, kwargs, result)
             if ran is not None and not core.axis_frames() else None)
+    if fast is not None and cpp_dispatch.too_many_arrays(fast):
+      jitted._cpp._clear_cache()  # the Python path is the faster one for this function
+      jitted._cpp = fast = None
     return result, fast, False
   return cache_miss
 
