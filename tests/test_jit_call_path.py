@@ -263,3 +263,16 @@ def test_a_function_with_many_arrays_keeps_to_the_python_path():
     out = f(xs)
   assert python_calls() == before and f._cpp is None and len(traced) == 1
   np.testing.assert_array_equal(np.asarray(out[3]), [6.0, 6.0])
+
+
+def test_transfer_guards_see_every_call_with_host_values(caplog):
+  f = jaxon.jit(lambda x: x + 1.0)
+  x = np.ones(3, np.float32)
+  f(x), f(x)  # answered in C++ from now on, while no guard is set
+  with jaxon.transfer_guard("log"):
+    f(x), f(x)
+  assert sum("host-to-device transfer" in r.getMessage() for r in caplog.records) == 2
+  with jaxon.transfer_guard("disallow"):
+    f(jnp.ones(3))  # an Array: no transfer
+    with pytest.raises(jaxon.errors.JaxRuntimeError, match="Disallowed host-to-device"):
+      f(x)

@@ -42,7 +42,7 @@ _disable_jit = _jax.config.Config("jax_disable_jit", False)
 _enable_x64 = _jax.config.Config("jax_enable_x64", False)
 _flags_key = _jax.config.Config("jaxon_jit_flags", None, include_in_jit_key=True)
 _FLAGS_IN_KEY = ("trace_context", "jax_disable_jit", "jax_debug_nans", "jax_debug_infs",
-                 "jax_no_execution")
+                 "jax_no_execution", "jax_transfer_guard", "jax_transfer_guard_host_to_device")
 _flag_ids: dict[tuple, int] = {}  # each distinct set of values, as a small int: cheap to hash
 _staging_key = _jax.config.Config("jaxon_staging", None, include_in_jit_key=True)
 
@@ -147,6 +147,12 @@ def pjit(name: str, fun: Callable, cache_miss: Callable) -> _jax.PjitFunction:
 MAX_ARRAYS = 10
 
 
+def _guards_transfers() -> bool:
+  values = config_mod.values
+  return (values.jax_transfer_guard_host_to_device or values.jax_transfer_guard
+          or "allow") != "allow"
+
+
 def too_many_arrays(fast: FastpathData) -> bool:
   """Whether a function whose call carries `fast`'s arrays is better kept on the Python
   path."""
@@ -173,8 +179,10 @@ def fastpath(exe: Any, args: tuple, kwargs: dict, outs: Any) -> FastpathData | N
         return None
     elif not isinstance(leaf, (np.ndarray, np.generic, int, float, complex)):
       return None  # a key Array (its aval stands for it), a tracer
-    elif not _owns_jit_state or _jax_shares_the_process():
-      return None  # a NumPy value or scalar, which jaxlib canonicalizes by JAX's x64 state
+    elif not _owns_jit_state or _jax_shares_the_process() or _guards_transfers():
+      # A NumPy value or scalar, which jaxlib would canonicalize by JAX's x64 state, or
+      # whose every transfer the guard must see.
+      return None
   if not all(type(x) is Array and isinstance(x.aval.dtype, np.dtype)
              for x in tree_util.tree_leaves(outs)):
     return None
