@@ -87,9 +87,15 @@ def test_a_program_written_for_jax_runs():
     per_row = jax.vmap(lambda row: jnp.dot(row, w))(x)
     key = jax.random.PRNGKey(0)
     leaves = jax.tree_util.tree_leaves({"a": w, "b": (x, y)})
+    from jaxon._src.xla import cpp_dispatch
+    scaled = jax.jit(lambda v, s: v * s)
+    scaled(w, 2.0)
+    before = cpp_dispatch.stats["python_calls"]
+    scaled(w, 2.0)  # the alias is not JAX: jaxlib answers Python scalars too
     print(json.dumps({"grad": g.tolist(), "per_row": per_row.tolist(),
                       "normal": jax.random.normal(key, (3,)).tolist(),
-                      "n_leaves": len(leaves)}))
+                      "n_leaves": len(leaves),
+                      "cpp": cpp_dispatch.stats["python_calls"] == before}))
   """)
   x = np.arange(12.0).reshape(4, 3) / 10
   y = np.array([0.1, -0.2, 0.3, 0.0])
@@ -99,7 +105,7 @@ def test_a_program_written_for_jax_runs():
   np.testing.assert_allclose(out["grad"], want_grad, rtol=1e-5, atol=1e-6)
   np.testing.assert_allclose(out["per_row"], x @ w, rtol=1e-6)
   np.testing.assert_allclose(out["normal"], [1.6226422, 2.0252647, -0.43359444], rtol=1e-6)
-  assert out["n_leaves"] == 3
+  assert out["n_leaves"] == 3 and out["cpp"]
 
 
 def _numpy_adam(params, grad_of, steps, lr=0.1, b1=0.9, b2=0.999, eps=1e-8):

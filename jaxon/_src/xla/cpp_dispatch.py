@@ -55,8 +55,10 @@ core.staging_hook = _set_staging
 
 
 def _jax_shares_the_process() -> bool:
-  module = sys.modules.get("jax")
-  return module is not None and not module.__name__.startswith("jaxon")
+  """Whether JAX's config module, which registers JAX's jit states with jaxlib, is imported
+  (under `install_as_jax`, `jax._src.config` is jaxon's own)."""
+  module = sys.modules.get("jax._src.config")
+  return module is not None and module.__name__ == "jax._src.config"
 
 
 _owns_jit_state = not _jax_shares_the_process()
