@@ -276,3 +276,21 @@ def test_transfer_guards_see_every_call_with_host_values(caplog):
     f(jnp.ones(3))  # an Array: no transfer
     with pytest.raises(jaxon.errors.JaxRuntimeError, match="Disallowed host-to-device"):
       f(x)
+
+
+def test_static_arguments_are_keyed_in_cpp():
+  """jaxlib keys static arguments by hash and equality, positional or by name: a seen value
+  is answered in C++, a new one traces."""
+  f, traced = traces_of(lambda x, n, *, k=1.0: x * n + k)
+  f = jaxon.jit(f.__wrapped__, static_argnums=1, static_argnames="k")
+  x = jnp.ones(2)
+  f(x, 2), f(x, 2, k=5.0)
+  before = python_calls()
+  for _ in range(100):
+    out = f(x, 2, k=5.0)
+  assert python_calls() == before and len(traced) == 2
+  np.testing.assert_array_equal(np.asarray(out), [7.0, 7.0])
+  np.testing.assert_array_equal(np.asarray(f(x, 3)), [4.0, 4.0])
+  assert len(traced) == 3 and python_calls() == before + 1
+  with pytest.raises(ValueError, match="Non-hashable static arguments are not supported"):
+    f(x, [2])

@@ -255,12 +255,14 @@ class PjitFunction:
     # It stays usable when the shared order evicts the entry: a hot function never
     # retraces because of other functions' entries.
     self._last: tuple[Hashable, _CacheEntry | None] = (None, None)
-    # A plain `jit(f)` is called through jaxlib's C++ jit, which answers the signatures the
-    # Python path (`_call_python`) has run and handed over (see `xla/cpp_dispatch.py`).
+    # A `jit(f)` without donation or shardings is called through jaxlib's C++ jit, which
+    # answers the signatures the Python path (`_call_python`) has run and handed over (see
+    # `xla/cpp_dispatch.py`); it keys static arguments by hash and equality, as jaxon does.
     self._cpp = None
-    if not (argnums.static_nums or argnums.static_names or argnums.donate_nums
-            or argnums.donate_names or inline or shardings):
-      self._cpp = cpp_dispatch.pjit(self._name, fun, _cache_miss_of(weakref.ref(self)))
+    if not (argnums.donate_nums or argnums.donate_names or inline or shardings
+            or any(i < 0 for i in argnums.static_nums)):
+      self._cpp = cpp_dispatch.pjit(self._name, fun, _cache_miss_of(weakref.ref(self)),
+                                    argnums.static_nums, argnums.static_names)
     _live_functions.add(self)
     weakref.finalize(self, _forget_function, self._cache, self._cpp).atexit = False
 
@@ -440,8 +442,10 @@ def _cache_miss_of(function: weakref.ref[PjitFunction]) -> Callable[..., tuple]:
   def cache_miss(*args: Any, **kwargs: Any) -> tuple:
     jitted = function()
     result, ran = jitted._call_python(args, kwargs)
-    fast = (cpp_dispatch.fastpath(ran, args, kwargs, result)
-            if ran is not None and not core.axis_frames() else None)
+    fast = None
+    if ran is not None and not core.axis_frames():
+      _, (dynamic_args, dynamic_kwargs) = jitted._split_statics(args, kwargs)
+      fast = cpp_dispatch.fastpath(ran, dynamic_args, dynamic_kwargs, result)
     if fast is not None and cpp_dispatch.too_many_arrays(fast):
       jitted._cpp._clear_cache()  # the Python path is the faster one for this function
       jitted._cpp = fast = None

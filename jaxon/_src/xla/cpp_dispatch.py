@@ -128,17 +128,18 @@ caches.register(_cache.clear)
 stats = {"python_calls": 0}  # calls that reached the Python path, for tests
 
 
-def pjit(name: str, fun: Callable, cache_miss: Callable) -> _jax.PjitFunction:
+def pjit(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequence[int] = (),
+         static_argnames: Sequence[str] = ()) -> _jax.PjitFunction:
   """A C++ jitted function: `fun` runs when jit is disabled; `cache_miss(*args, **kwargs)`
-  returns `(outputs, fastpath data or None, False)`."""
+  returns `(outputs, fastpath data or None, False)` for the dynamic arguments."""
   def counted_miss(*args: Any, **kwargs: Any) -> Any:
     stats["python_calls"] += 1
     return cache_miss(*args, **kwargs)
   # jaxlib keys a function's entries by `fun` and this key: one per jitted function, so
   # each keeps its own signatures, as jaxon's Python path does.
   own_key = object()
-  return _jax.pjit(name, fun, counted_miss, [], [], own_key, tree_util.dispatch_registry,
-                   _refuse_resharding, _cache)
+  return _jax.pjit(name, fun, counted_miss, list(static_argnums), list(static_argnames),
+                   own_key, tree_util.dispatch_registry, _refuse_resharding, _cache)
 
 
 # jaxlib's path saves about 0.85 µs a call and costs about 0.08 µs more than jaxon's own for
