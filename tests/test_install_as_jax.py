@@ -92,10 +92,10 @@ def test_a_program_written_for_jax_runs():
     scaled(w, 2.0)
     before = cpp_dispatch.stats["python_calls"]
     scaled(w, 2.0)  # the alias is not JAX: jaxlib answers Python scalars too
+    answered_in_cpp = cpp_dispatch.stats["python_calls"] == before
     print(json.dumps({"grad": g.tolist(), "per_row": per_row.tolist(),
                       "normal": jax.random.normal(key, (3,)).tolist(),
-                      "n_leaves": len(leaves),
-                      "cpp": cpp_dispatch.stats["python_calls"] == before}))
+                      "n_leaves": len(leaves), "cpp": answered_in_cpp}))
   """)
   x = np.arange(12.0).reshape(4, 3) / 10
   y = np.array([0.1, -0.2, 0.3, 0.0])
