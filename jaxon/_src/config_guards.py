@@ -159,11 +159,16 @@ def explicit_transfer() -> Iterator[None]:
     _explicit.depth -= 1
 
 
+def host_to_device_level() -> str:
+  """The host-to-device guard level this thread sees: its own flag, else the one for all
+  transfers."""
+  return values.jax_transfer_guard_host_to_device or values.jax_transfer_guard or "allow"
+
+
 def check_host_to_device(aval: Any, device: Any) -> None:
   """Applies the host-to-device guard to one transfer about to happen. Raises JAX's
   `JaxRuntimeError` (INVALID_ARGUMENT) when the level refuses it."""
-  level = (values.jax_transfer_guard_host_to_device or values.jax_transfer_guard
-           or "allow")
+  level = host_to_device_level()
   if level == "allow":
     return
   explicit = _explicit.depth > 0

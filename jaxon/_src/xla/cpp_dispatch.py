@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from jaxlib import _jax
 
-from jaxon._src import caches, core, tree_util
+from jaxon._src import caches, config_guards, core, tree_util
 from jaxon._src import config as config_mod
 from jaxon._src.xla import client, executable
 from jaxon._src.xla.array import Array
@@ -150,12 +150,6 @@ def pjit(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequenc
 MAX_ARRAYS = 10
 
 
-def _guards_transfers() -> bool:
-  values = config_mod.values
-  return (values.jax_transfer_guard_host_to_device or values.jax_transfer_guard
-          or "allow") != "allow"
-
-
 def too_many_arrays(fast: FastpathData) -> bool:
   """Whether a function whose call carries `fast`'s arrays is better kept on the Python
   path."""
@@ -182,7 +176,7 @@ def fastpath(exe: Any, args: tuple, kwargs: dict, outs: Any) -> FastpathData | N
         return None
     elif not isinstance(leaf, (np.ndarray, np.generic, int, float, complex)):
       return None  # a key Array (its aval stands for it), a tracer
-    elif not _owns_jit_state or _jax_shares_the_process() or _guards_transfers():
+    elif _jax_shares_the_process() or config_guards.host_to_device_level() != "allow":
       # A NumPy value or scalar, which jaxlib would canonicalize by JAX's x64 state, or
       # whose every transfer the guard must see.
       return None
