@@ -276,3 +276,31 @@ def test_tree_util_helpers():
   assert tu.tree_map(lambda x, y: x + y, (1, [2]), (10, [20])) == (11, [22])
   part = tu.Partial(lambda x, y: x * y, jnp.ones(2))
   np.testing.assert_allclose(jit(lambda p, y: p(y))(part, 3.0), [3.0, 3.0])
+
+
+def test_standard_abstract_eval_caches_results_not_errors():
+  """Rules run once per (operand types, parameters); a failing one raises every time, an
+  unhashable parameter is evaluated every time, and `clear_caches` empties the cache."""
+  from jaxon._src.lax import utils
+  calls, checks = [], []
+
+  def shape_rule(x, *, k):
+    calls.append(k)
+    if k == -1:
+      raise TypeError("k must not be -1")
+    return x.shape
+  prim = utils.standard_primitive("abstract_eval_cache_probe", shape_rule, utils.input_dtype,
+                                  config_check=lambda x, *, k: checks.append(k))
+  a = core_internal.ShapedArray((2,), np.float32)
+  assert prim.abstract_eval(a, k=1) is prim.abstract_eval(
+      core_internal.ShapedArray((2,), np.float32), k=1)
+  assert calls == [1] and checks == [1, 1]
+  for _ in range(2):
+    with pytest.raises(TypeError, match="must not be -1"):
+      prim.abstract_eval(a, k=-1)
+  prim.abstract_eval(a, k=[1])
+  prim.abstract_eval(a, k=[1])
+  assert calls == [1, -1, -1, [1], [1]]
+  jaxon.clear_caches()
+  prim.abstract_eval(a, k=1)
+  assert calls[-1] == 1 and len(calls) == 6

@@ -203,3 +203,15 @@ def test_jaxpr_checker_raises_jaxpr_type_error():
   with pytest.raises(jaxon.errors.JaxprTypeError, match="used before it is bound"):
     core.check_jaxpr(swapped)
   assert issubclass(jaxon.errors.JaxprTypeError, TypeError)
+
+
+def test_allow_f16_reductions_false_refuses_sums_computed_before():
+  """Abstract evaluation and eager signatures are cached: the flag is checked every time."""
+  x = jnp.ones(3, jnp.float16)
+  summed = jaxon.jit(lambda x: jaxon.lax.reduce_sum(x, (0,)))
+  assert float(jaxon.lax.reduce_sum(x, (0,))) == float(summed(x)) == 3.0
+  with jaxon.allow_f16_reductions(False):
+    for f in (lambda x: jaxon.lax.reduce_sum(x, (0,)), summed,
+              jaxon.make_jaxpr(lambda x: jaxon.lax.reduce_sum(x, (0,)))):
+      with pytest.raises(ValueError, match="not allowed when jax_allow_f16_reductions=False"):
+        f(x)

@@ -69,7 +69,8 @@ def _parse_default_device(value: Any) -> Any:
 
 allow_f16_reductions = config.define(
     "jax_allow_f16_reductions", True,
-    "If False, `lax.reduce_sum` of float16 or bfloat16 values raises a ValueError.")
+    "If False, `lax.reduce_sum` of float16 or bfloat16 values raises a ValueError.",
+    trace_context=True)  # as JAX's: a jitted function traces again when it changes
 array_garbage_collection_guard = config.define(
     "jax_array_garbage_collection_guard", None,
     "What happens when a jax.Array in a reference cycle is garbage collected: None/'allow', "

@@ -241,6 +241,10 @@ class Primitive:
   # Whether applying it acts outside the program (calls into Python to print or do I/O):
   # its equations are kept even when nothing reads their outputs (see `eqn_has_effects`).
   effectful = False
+  # A check of the configuration (`jax_allow_f16_reductions`) that every application must
+  # pass: abstract evaluation results are cached (`lax.utils.standard_primitive`, eager
+  # signatures), so such a check cannot live in the rules.
+  config_check: Callable[..., None] | None = None
 
   def __init__(self, name: str):
     self.name = name

@@ -193,7 +193,7 @@ def _axis_reduction_batch_rule(prim: core.Primitive) -> Callable:
   return rule
 
 
-def _check_half_precision_sum(operand: ShapedArray, axes: tuple[int, ...]) -> None:
+def _check_half_precision_sum(operand: ShapedArray, *, axes: tuple[int, ...]) -> None:
   """`jax_allow_f16_reductions=False` refuses sums of float16/bfloat16 over more than one
   element, which lose precision (jnp.sum accumulates them in float32 and is unaffected)."""
   if (operand.dtype in (np.float16, dtypes.bfloat16)
@@ -206,8 +206,6 @@ def _check_half_precision_sum(operand: ShapedArray, axes: tuple[int, ...]) -> No
 def _axis_reduction(name: str, accepted: Sequence[Any], monoid: Monoid) -> core.Primitive:
   def shape_rule(operand: ShapedArray, *, axes: tuple[int, ...]) -> tuple[int, ...]:
     utils.check_dtypes(name, accepted, operand)
-    if name == "reduce_sum":
-      _check_half_precision_sum(operand, axes)
     return _reduced_shape(name, operand.shape, axes)
 
   def lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *, axes: tuple[int, ...]
@@ -216,7 +214,9 @@ def _axis_reduction(name: str, accepted: Sequence[Any], monoid: Monoid) -> core.
     op = _reduce_op(ctx.avals_out, [operand], [monoid.init(dtype)], axes)
     return _with_body(op, [dtype], _monoid_body(monoid))
 
-  prim = utils.standard_primitive(name, shape_rule, utils.input_dtype)
+  config_check = _check_half_precision_sum if name == "reduce_sum" else None
+  prim = utils.standard_primitive(name, shape_rule, utils.input_dtype,
+                                  config_check=config_check)
   mlir.register_lowering(prim, lowering)
   batching.primitive_batchers[prim] = _axis_reduction_batch_rule(prim)
   return prim

@@ -9,23 +9,51 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes
+from jaxon._src import caches, core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.xla import deferred
 
 
+# Results of standard abstract evaluation kept per primitive: tracing a model evaluates the
+# same (operand types, parameters) many times over (its layers, then their derivatives),
+# and the rules cost several microseconds each.
+_MAX_CACHED_AVALS = 1024
+
+
 def standard_primitive(name: str, shape_rule: Callable[..., tuple[int, ...]],
                        dtype_rule: Callable[..., Any],
-                       weak_type_rule: Callable[..., bool] | None = None) -> core.Primitive:
+                       weak_type_rule: Callable[..., bool] | None = None,
+                       config_check: Callable[..., None] | None = None) -> core.Primitive:
   """A primitive with one output whose abstract eval is (shape, dtype, weak type) rules and
-  whose impl compiles and runs it through XLA."""
+  whose impl compiles and runs it through XLA.
+
+  The rules must be functions of the operand types and parameters alone: their results are
+  cached. A check that reads the configuration goes in `config_check`, run every time."""
   prim = core.Primitive(name)
+  prim.config_check = config_check
   prim.def_impl(functools.partial(deferred.apply_primitive, prim))
   weak_type_rule = weak_type_rule or standard_weak_type_rule
+  results: dict[tuple, ShapedArray] = {}
+  caches.register(results.clear)
 
   def abstract_eval(*avals: ShapedArray, **params: Any) -> ShapedArray:
-    return ShapedArray(shape_rule(*avals, **params), dtype_rule(*avals, **params),
-                       weak_type_rule(*avals, **params))
+    if config_check is not None:
+      config_check(*avals, **params)
+    key = (avals, tuple(params.items()))
+    try:
+      out = results.get(key)
+    except (TypeError, ValueError):  # an unhashable parameter, or symbolic dimensions of
+      # another export's scope (they refuse to be compared): evaluated every time
+      key = None
+      out = None
+    if out is None:
+      out = ShapedArray(shape_rule(*avals, **params), dtype_rule(*avals, **params),
+                        weak_type_rule(*avals, **params))
+      if key is not None:
+        results[key] = out  # first in, first out: a hit stays one dict lookup
+        if len(results) > _MAX_CACHED_AVALS:
+          del results[next(iter(results))]
+    return out
   prim.def_abstract_eval(abstract_eval)
   return prim
 

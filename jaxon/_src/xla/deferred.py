@@ -327,7 +327,9 @@ def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:
       _signatures[key] = sig
       if len(_signatures) > _MAX_SIGNATURES:
         del _signatures[next(iter(_signatures))]
-  if not params:
+  elif prim.config_check is not None:
+    prim.config_check(*avals, **params)
+  if not params and prim.config_check is None:
     _last_signature[prim] = sig
   return sig
 
