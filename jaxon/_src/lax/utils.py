@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import operator
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from jaxon._src.xla import deferred
 # same (operand types, parameters) many times over (its layers, then their derivatives),
 # and the rules cost several microseconds each.
 _MAX_CACHED_AVALS = 1024
+_results_lock = threading.Lock()  # guards insertion and eviction (threads trace at once)
 
 
 def standard_primitive(name: str, shape_rule: Callable[..., tuple[int, ...]],
@@ -50,9 +52,10 @@ def standard_primitive(name: str, shape_rule: Callable[..., tuple[int, ...]],
       out = ShapedArray(shape_rule(*avals, **params), dtype_rule(*avals, **params),
                         weak_type_rule(*avals, **params))
       if key is not None:
-        results[key] = out  # first in, first out: a hit stays one dict lookup
-        if len(results) > _MAX_CACHED_AVALS:
-          del results[next(iter(results))]
+        with _results_lock:  # first in, first out: a hit stays one dict lookup
+          results[key] = out
+          if len(results) > _MAX_CACHED_AVALS:
+            del results[next(iter(results))]
     return out
   prim.def_abstract_eval(abstract_eval)
   return prim
