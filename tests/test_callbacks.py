@@ -431,13 +431,11 @@ def test_breakpoint_shows_locals_at_run_time(capsys, monkeypatch, how):
 
 
 def test_effectful_programs_wait_and_pure_ones_do_not():
-  from jaxon._src.jit import python_path
   from jaxon._src.xla import executable
   plain = jaxon.jit(lambda x: x + 1)
   printing = jaxon.jit(lambda x: (debug.print("{}", x), x + 1)[1])
   for f, waits in ((plain, False), (printing, True)):
     f(1.0)
-    cache = python_path(f)._cache
-    exe = cache[next(iter(cache))].executable
+    exe = f._cache[next(iter(f._cache))].executable
     assert isinstance(exe.loaded, executable._CompletingExecutable) == waits
   jaxon.effects_barrier()

@@ -200,11 +200,13 @@ def _remember(owner: dict, key: Hashable, entry: _CacheEntry) -> None:
     old.owner.pop(old.key, None)
 
 
-def _forget_function(owner: dict) -> None:
-  """Drops a dead function's entries from the shared order (they go with it; jaxlib drops
-  its own when the function it was given dies, see `PjitFunction.__init__`)."""
+def _forget_function(owner: dict, cpp: Any) -> None:
+  """Drops a dead function's entries from the shared order (they go with it) and from
+  jaxlib's cache."""
   for entry in owner.values():
     _lru.pop(entry, None)
+  if cpp is not None:
+    cpp._clear_cache()
 
 
 @caches.register
@@ -234,12 +236,7 @@ def _trace_for_jit(fun: Callable, name: str, in_tree: tree_util.PyTreeDef,
 
 class PjitFunction:
   """A function compiled with XLA on first call for each distinct signature. Named as
-  JAX's C++ type is: libraries (chex) tell jitted functions by the type's name.
-
-  A `jit(f)` without donation, shardings or inlining is, as in JAX, jaxlib's C++
-  `PjitFunction` itself (`_public`): a call jaxlib can answer runs no Python frame before
-  the output Arrays are rebuilt. This object is then the Python path behind it (its
-  `_cache_miss`), and lends it `lower`, `trace`, `eval_shape` and `clear_cache`."""
+  JAX's C++ type is: libraries (chex) tell jitted functions by the type's name."""
 
   def __init__(self, fun: Callable, argnums: _Argnums, inline: bool,
                shardings: tuple[Any, Any] | None = None):
@@ -258,12 +255,16 @@ class PjitFunction:
     # It stays usable when the shared order evicts the entry: a hot function never
     # retraces because of other functions' entries.
     self._last: tuple[Hashable, _CacheEntry | None] = (None, None)
-    # Whether jaxlib's C++ jit calls it (see `_public`); then that function, held weakly.
-    self._plain = not (argnums.donate_nums or argnums.donate_names or inline or shardings
-                       or any(i < 0 for i in argnums.static_nums))
-    self._cpp: Callable[[], Any] = lambda: None
+    # A `jit(f)` without donation or shardings is called through jaxlib's C++ jit, which
+    # answers the signatures the Python path (`_call_python`) has run and handed over (see
+    # `xla/cpp_dispatch.py`); it keys static arguments by hash and equality, as jaxon does.
+    self._cpp = None
+    if not (argnums.donate_nums or argnums.donate_names or inline or shardings
+            or any(i < 0 for i in argnums.static_nums)):
+      self._cpp = cpp_dispatch.pjit(self._name, fun, _cache_miss_of(weakref.ref(self)),
+                                    argnums.static_nums, argnums.static_names)
     _live_functions.add(self)
-    weakref.finalize(self, _forget_function, self._cache).atexit = False
+    weakref.finalize(self, _forget_function, self._cache, self._cpp).atexit = False
 
   def _split_statics(self, args: tuple, kwargs: dict) -> tuple[tuple, tuple[tuple, dict]]:
     """(static (position or name, value) pairs, (dynamic args, dynamic kwargs))."""
@@ -365,27 +366,12 @@ class PjitFunction:
   @traceback_util.inline_api_boundary
   def __call__(self, *args: Any, **kwargs: Any) -> Any:
     try:
+      if self._cpp is not None:
+        return self._cpp(*args, **kwargs)
       return self._call_python(args, kwargs)[0]
     except Exception as e:
       traceback_util.filter_at_boundary(e)
       raise
-
-  @traceback_util.inline_api_boundary
-  def _cache_miss(self, *args: Any, **kwargs: Any) -> tuple:
-    """What jaxlib's C++ jit calls for a signature it cannot answer: the Python path, and
-    the fast path for that signature when the call ran a program as it is on evaluation's
-    trace."""
-    cpp_dispatch.stats["python_calls"] += 1
-    try:
-      result, ran = self._call_python(args, kwargs)
-    except Exception as e:
-      traceback_util.filter_at_boundary(e)
-      raise
-    fast = None
-    if ran is not None and not core.axis_frames():
-      _, (dynamic_args, dynamic_kwargs) = self._split_statics(args, kwargs)
-      fast = cpp_dispatch.fastpath(ran, dynamic_args, dynamic_kwargs, result)
-    return result, fast, False
 
   def _call_python(self, args: tuple, kwargs: dict) -> tuple[Any, Any]:
     """The Python path of a call: its result, and the executable that computed it when the
@@ -435,9 +421,8 @@ class PjitFunction:
       _lru.pop(entry, None)
     self._cache.clear()
     self._last = (None, None)
-    cpp = self._cpp()
-    if cpp is not None:
-      cpp._clear_cache()
+    if self._cpp is not None:
+      self._cpp._clear_cache()
 
   def _cache_size(self) -> int:
     return len(self._cache)
@@ -450,35 +435,22 @@ class PjitFunction:
     return f"<PjitFunction of {self._fun!r}>"
 
 
-def _public(jitted: PjitFunction) -> Any:
-  """What `jit` returns: `jitted`, or for a plain one jaxlib's C++ jitted function over it,
-  named and documented as the user's function (and with its signature, `__wrapped__`),
-  with the stage methods of `jitted`.
-
-  jaxlib answers the signatures the Python path (`_call_python`) has run and handed over
-  (see `xla/cpp_dispatch.py`); it keys static arguments by hash and equality, as jaxon
-  does. It holds `jitted` (through `_cache_miss`), which holds it weakly: no cycle. It keys
-  its entries by the function it is given and drops them when that dies: a wrapper only it
-  holds, so that they go with it, and two `jit(f)` of one `f` keep entries of their own,
-  as on the Python path."""
-  if not jitted._plain:
-    return jitted
-  cpp = cpp_dispatch.pjit(jitted._name, functools.partial(jitted._fun), jitted._cache_miss,
-                          jitted._static_argnums, jitted._static_argnames)
-  jitted._cpp = weakref.ref(cpp)
-  functools.update_wrapper(cpp, jitted._fun)
-  for name in ("lower", "trace", "eval_shape", "clear_cache", "_cache_size"):
-    setattr(cpp, name, getattr(jitted, name))
-  cpp._jaxon_jit = jitted
-  return cpp
-
-
-def python_path(fun: Any) -> PjitFunction | None:
-  """The `PjitFunction` behind a result of `jit` (jaxlib's object or jaxon's), else None."""
-  if isinstance(fun, PjitFunction):
-    return fun
-  jitted = getattr(fun, "_jaxon_jit", None) if cpp_dispatch.is_pjit(fun) else None
-  return jitted if isinstance(jitted, PjitFunction) else None
+def _cache_miss_of(function: weakref.ref[PjitFunction]) -> Callable[..., tuple]:
+  """What jaxlib's C++ jit calls for a signature it cannot answer: the Python path, and the
+  fast path for that signature when the call ran a program as it is on evaluation's trace.
+  (The function is held weakly: jaxlib's object, which holds this, is held by it.)"""
+  def cache_miss(*args: Any, **kwargs: Any) -> tuple:
+    jitted = function()
+    result, ran = jitted._call_python(args, kwargs)
+    fast = None
+    if ran is not None and not core.axis_frames():
+      _, (dynamic_args, dynamic_kwargs) = jitted._split_statics(args, kwargs)
+      fast = cpp_dispatch.fastpath(ran, dynamic_args, dynamic_kwargs, result)
+    if fast is not None and cpp_dispatch.too_many_arrays(fast):
+      jitted._cpp._clear_cache()  # the Python path is the faster one for this function
+      jitted._cpp = fast = None
+    return result, fast, False
+  return cache_miss
 
 
 def _unhashable_static_error(statics: tuple) -> ValueError:
@@ -740,7 +712,7 @@ def jit(fun: Callable | None = None, /, *, in_shardings: Any = None, out_shardin
   if compiler_options:
     raise NotImplementedError("jit: jaxon does not take XLA compiler_options.")
   argnums = _Argnums(fun, static_argnums, static_argnames, donate_argnums, donate_argnames)
-  return _public(PjitFunction(fun, argnums, inline, shardings))
+  return PjitFunction(fun, argnums, inline, shardings)
 
 
 # ----------------------------------------------------------------------------- shardings
