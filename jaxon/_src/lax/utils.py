@@ -39,8 +39,8 @@ def standard_primitive(name: str, shape_rule: Callable[..., tuple[int, ...]],
   caches.register(results.clear)
 
   def abstract_eval(*avals: ShapedArray, **params: Any) -> ShapedArray:
-    if config_check is not None:
-      config_check(*avals, **params)
+    if prim.config_check is not None:  # the attribute, as eager signatures read it
+      prim.config_check(*avals, **params)
     key = (avals, tuple(params.items()))
     try:
       out = results.get(key)
