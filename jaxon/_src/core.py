@@ -346,6 +346,10 @@ class EvalTrace(Trace):
   def __init__(self) -> None:  # it never ends, and is made outside any user call
     self._invalidated = False
     self._origin = None
+    # While not None, each application appends (primitive, args, params, outputs) here:
+    # how `xla/eager_plans.py` learns which operation a library function applies. Each
+    # thread has its own EvalTrace, so this is the calling thread's.
+    self.observed: list[tuple] | None = None
 
   def process_primitive(self, primitive: Primitive, args: Sequence[Any], params: dict) -> Any:
     for arg in args:
@@ -358,6 +362,8 @@ class EvalTrace(Trace):
     out = primitive.impl(*args, **params)
     if eval_output_check is not None:
       eval_output_check(primitive, args, params, out)
+    if self.observed is not None:
+      self.observed.append((primitive, args, params, out))
     return out
 
   def process_custom_jvp_call(self, primitive: Primitive, fun: Callable, jvp: Callable,

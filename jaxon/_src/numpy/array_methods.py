@@ -39,7 +39,9 @@ def _defer_to_unrecognized(binary: Callable[[Any, Any], Any]) -> Callable[[Any, 
 def _accepted(x: Any) -> bool:
   """Arrays, scalars and array-likes; not objects that opt out of NumPy's binary
   operators with `__array_ufunc__ = None` (sparse arrays: theirs handle dense operands)."""
-  return isinstance(x, (Array, core.Tracer, int, float, complex, bool)) or (
+  # Python scalars first: `isinstance(x, Array)` of anything but an Array runs the Python
+  # `__instancecheck__` of Array's metaclass.
+  return isinstance(x, (float, int, Array, core.Tracer, complex)) or (
       hasattr(x, "dtype") and getattr(x, "__array_ufunc__", True) is not None)
 
 

@@ -81,7 +81,7 @@ class _Signature:
   one-primitive program. `_signatures` is the one cache of eager primitives."""
 
   __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "effectful", "runs_alone",
-               "_executable")
+               "_executable", "_direct_call")
 
   def __init__(self, prim: core.Primitive, params: dict, in_avals: tuple):
     out = prim.abstract_eval(*in_avals, **params)
@@ -95,12 +95,16 @@ class _Signature:
     # batched, so that its results do not depend on what ran next to it.
     self.runs_alone = self.effectful or core.carries_jaxprs(params)
     self._executable = None
+    self._direct_call: tuple | None = None
 
   def executable(self) -> executable.Executable:
     """The one-primitive program, compiled on first use."""
     if self._executable is None:
-      self._executable = executable.compile_primitive(self.prim, self.in_avals,
-                                                      self.out_avals, self.params)
+      exe = executable.compile_primitive(self.prim, self.in_avals, self.out_avals,
+                                         self.params)
+      if not (self.prim.multiple_results or self.effectful or exe._float0_outputs):
+        self._direct_call = (exe.loaded.execute_sharded, exe._handlers, self.out_avals[0])
+      self._executable = exe
     return self._executable
 
 
@@ -201,6 +205,12 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
     except Exception as e:
       traceback_util.filter_at_boundary(e)
       raise
+  return apply_signature(sig, args)
+
+
+def apply_signature(sig: _Signature, args: Sequence[Array]) -> Any:
+  """`apply_primitive` of Arrays whose signature is known, checked: where
+  `eager_plans.py` replays an operation."""
   if sig.runs_alone:
     return _run_now(sig, args)
   if ALWAYS_DEFER:
@@ -227,16 +237,19 @@ def apply_primitive(prim: core.Primitive, *args: Any, **params: Any) -> Any:
 def _run_now(sig: _Signature, args: Sequence[Array]) -> Any:
   """Runs the operation at once. The common case (Arrays on the default device, one
   result) calls the executable directly: this is most of an eager operation's cost."""
-  exe = sig.executable()
-  if not sig.prim.multiple_results and not sig.effectful and not exe._float0_outputs:
+  direct_call = sig._direct_call
+  if direct_call is None:
+    sig.executable()  # compiles it, and sets `_direct_call` where it applies
+    direct_call = sig._direct_call
+  if direct_call is not None:
+    execute, handlers, out_aval = direct_call
     try:
-      buf, = exe.loaded.execute_sharded(list(map(_buffer_of, args))).consume_with_handlers(
-          exe._handlers)
+      buf, = execute(list(map(_buffer_of, args))).consume_with_handlers(handlers)
     except _jax.JaxRuntimeError:
       pass  # the general call below says what went wrong, or runs it where its operands are
     else:
-      return Array(sig.out_avals[0], buf)
-  outs = exe(args)
+      return Array(out_aval, buf)
+  outs = sig.executable()(args)
   return outs if sig.prim.multiple_results else outs[0]
 
 
@@ -313,6 +326,18 @@ def sync_point() -> None:
         _run_batch(batch)
   elif batch.prefixes:
     _end_window(batch)
+
+
+def known_signature(prim: core.Primitive, operands: Sequence[Any], params: dict
+                    ) -> _Signature | None:
+  """The signature `apply_primitive` finds for `operands`, for `apply_signature` to apply
+  again without looking it up; None unless `prim` runs through `apply_primitive`, its
+  operands are Arrays, and it has no `config_check` (which every application runs)."""
+  impl = prim.impl
+  if (type(impl) is not functools.partial or impl.func is not apply_primitive
+      or prim.config_check is not None or any(type(x) is not Array for x in operands)):
+    return None
+  return _signature(prim, tuple(map(_aval_of, operands)), params)
 
 
 def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:

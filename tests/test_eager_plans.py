@@ -1,0 +1,138 @@
+"""Eager calls of `jnp`'s one-operation functions replay their primitive from the second
+call of a kind on (`xla/eager_plans.py`): invisible except in speed, so every test here
+compares against the function run in full."""
+import numpy as np
+import pytest
+
+import jaxon
+import jaxon.numpy as jnp
+from jaxon import lax
+from jaxon._src import dtypes
+from jaxon._src.xla import array as array_mod
+from jaxon._src.xla import eager_plans
+from jaxon._src.xla.array import Array
+
+
+@pytest.fixture(autouse=True)
+def no_plans():
+  jaxon.clear_caches()
+  yield
+  jaxon.clear_caches()
+
+
+def _counting(fn):
+  """`fn` wrapped for replay, with a count of the calls that ran its body."""
+  runs = []
+
+  def body(*args):
+    runs.append(1)
+    return fn(*args)
+  return eager_plans.memoize_single_operation(body), runs
+
+
+X = np.array([0.5, -1.25, 3.0], np.float32)
+Y = np.array([2.0, 0.75, -0.5], np.float32)
+
+
+def test_a_kind_seen_before_replays_the_primitive_on_new_values():
+  mul, runs = _counting(lambda a, b: jnp.multiply(a, b))
+  for a, b in [(X, Y), (Y, X), (X + 1, Y * 3)]:
+    out = mul(jnp.asarray(a), jnp.asarray(b))
+    np.testing.assert_array_equal(np.asarray(out), a * b)
+  assert len(runs) == 1
+
+
+def test_scalar_operands_are_keyed_by_value_and_type():
+  mul, runs = _counting(lambda a, b: jnp.multiply(a, b))
+  x, xi = jnp.asarray(X), jnp.asarray(np.array([1, 2, 3], np.int32))
+  for s in [2.5, 2.5, 3.0, 2, 2.0]:
+    np.testing.assert_array_equal(np.asarray(mul(x, s)), X * np.float32(s))
+    np.testing.assert_array_equal(np.asarray(mul(s, x)), np.float32(s) * X)
+  assert len(runs) == 8  # 2.5, 3.0, 2 and 2.0 on each side; the second 2.5s replay
+  assert mul(xi, 2).dtype == np.int32 and mul(xi, 2.0).dtype == np.float32  # 2 == 2.0
+
+
+def test_zeros_are_not_keyed_so_their_signs_stay():
+  x = jnp.asarray(X)
+  for _ in range(2):
+    np.testing.assert_array_equal(np.signbit(np.asarray(x * 0.0)), np.signbit(X * 0.0))
+    np.testing.assert_array_equal(np.signbit(np.asarray(x * -0.0)), np.signbit(X * -0.0))
+
+
+def test_an_argument_passed_twice_keeps_no_plan_for_its_kind():
+  mul, runs = _counting(lambda a, b: jnp.multiply(a, b))
+  x, y = jnp.asarray(X), jnp.asarray(Y)
+  np.testing.assert_array_equal(np.asarray(mul(x, x)), X * X)
+  np.testing.assert_array_equal(np.asarray(mul(x, y)), X * Y)  # not x * x replayed
+  np.testing.assert_array_equal(np.asarray(mul(y, y)), Y * Y)
+  np.testing.assert_array_equal(np.asarray(mul(y, x)), Y * X)
+  assert len(runs) == 2  # x * y kept a plan, which y * y and y * x replay
+
+
+def test_operands_in_another_order_than_the_arguments():
+  sub, runs = _counting(lambda a, b: lax.sub(b, a))
+  x, y = jnp.asarray(X), jnp.asarray(Y)
+  np.testing.assert_array_equal(np.asarray(sub(x, y)), Y - X)
+  np.testing.assert_array_equal(np.asarray(sub(y, x)), X - Y)
+  assert len(runs) == 1
+
+
+def test_functions_of_several_operations_run_in_full():
+  fn, runs = _counting(lambda a, b: lax.add(lax.mul(a, b), a))
+  for _ in range(3):
+    np.testing.assert_array_equal(np.asarray(fn(jnp.asarray(X), jnp.asarray(Y))), X * Y + X)
+  assert len(runs) == 3
+
+
+def test_a_trace_context_flag_change_records_again():
+  to_float, runs = _counting(
+      lambda a: lax.convert_element_type(a, dtypes.canonicalize_dtype(np.float64)))
+  assert to_float(jnp.asarray(np.array([1, 2], np.int32))).dtype == np.float32
+  with jaxon.enable_x64(True):
+    assert to_float(jnp.asarray(np.array([1, 2], np.int32))).dtype == np.float64
+  assert to_float(jnp.asarray(np.array([1, 2], np.int32))).dtype == np.float32
+  assert len(runs) == 3
+
+
+def test_debug_nans_checks_replayed_operations():
+  x = jnp.asarray(np.array([4.0, 9.0], np.float32))
+  jnp.sqrt(x), jnp.sqrt(x)  # a plan for f32[2]
+  with jaxon.debug_nans(True):
+    with pytest.raises(FloatingPointError):
+      jnp.sqrt(jnp.asarray(np.array([-1.0, 4.0], np.float32)))
+
+
+def test_tracers_trace_the_function():
+  x = jnp.asarray(X)
+  jnp.sin(x), jnp.sin(x)
+  jaxpr = jaxon.make_jaxpr(lambda a: jnp.sin(a) * 2.5)(x)
+  assert [e.primitive.name for e in jaxpr.eqns] == ["sin", "mul"]
+  np.testing.assert_allclose(jaxon.grad(lambda a: jnp.sin(a).sum())(x), np.cos(X), rtol=1e-6)
+
+
+def test_a_deleted_constant_is_made_again():
+  x = jnp.asarray(X)
+  np.testing.assert_array_equal(np.asarray(x * 3.5), X * np.float32(3.5))
+  const = array_mod.scalar_constant(3.5, np.dtype(np.float32), False)
+  const.delete()
+  np.testing.assert_array_equal(np.asarray(x * 3.5), X * np.float32(3.5))
+  np.testing.assert_array_equal(np.asarray(x * 3.5), X * np.float32(3.5))
+
+
+def test_errors_are_those_of_the_function():
+  x = jnp.asarray(X)
+  jnp.add(x, jnp.asarray(Y))
+  with pytest.raises(TypeError, match="add"):
+    jnp.add(x, jnp.asarray(np.ones(2, np.float32)))
+  deleted = jnp.asarray(Y)
+  deleted.delete()
+  with pytest.raises(RuntimeError, match="deleted"):
+    jnp.add(x, deleted)
+
+
+def test_results_are_arrays_with_the_functions_avals():
+  x = jnp.asarray(X)
+  for _ in range(2):
+    out = jnp.exp(x)
+    assert type(out) is Array and out.aval == x.aval
+    assert jnp.greater(x, 0.0).dtype == np.bool_
