@@ -54,7 +54,7 @@ class AbstractValue:
 class ShapedArray(AbstractValue):
   """The abstract value of an array: its shape, dtype and whether its type is weak."""
 
-  __slots__ = ("shape", "dtype", "weak_type")
+  __slots__ = ("shape", "dtype", "weak_type", "_hash")
   array_abstraction_level = 1
 
   def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
@@ -104,7 +104,12 @@ class ShapedArray(AbstractValue):
             and self.dtype == other.dtype and self.weak_type == other.weak_type)
 
   def __hash__(self) -> int:
-    return hash((self.shape, self.dtype, self.weak_type))
+    """Computed once: avals key every cache of the runtime, and are never changed."""
+    try:
+      return self._hash
+    except AttributeError:
+      self._hash = hash((self.shape, self.dtype, self.weak_type))
+      return self._hash
 
   def __repr__(self) -> str:
     weak = ", weak_type=True" if self.weak_type else ""

@@ -31,6 +31,7 @@ from typing import Any
 
 from jaxon._src import caches, core
 from jaxon._src.config import values as config_values
+from jaxon._src.core import EvalTrace
 from jaxon._src.xla import deferred
 from jaxon._src.xla.array import Array
 
@@ -49,7 +50,7 @@ def memoize_single_operation(fn: Callable[..., Any]) -> Callable[..., Any]:
   def call(*args: Any) -> Any:
     key = _kind(args)
     trace = core.current_trace()
-    if (key is None or type(trace) is not core.EvalTrace or trace.observed is not None
+    if (key is None or type(trace) is not EvalTrace or trace.observed is not None
         or core.eval_output_check is not None):
       return fn(*args)
     plan = plans.get(key)
@@ -69,7 +70,18 @@ def memoize_single_operation(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _kind(args: tuple) -> Any:
   """The dict key of a call: the aval of each Array argument, the value and type of each
-  nonzero Python int or float; None for a call of any other kind."""
+  nonzero Python int or float; None for a call of any other kind. (1 == 1.0, hence the
+  type; an aval equals neither, so no two kinds collide.)"""
+  if len(args) == 1:  # the common kinds first, without a loop
+    x, = args
+    return (x.aval,) if type(x) is Array else None
+  if len(args) == 2:
+    x, y = args
+    if type(x) is Array:
+      if type(y) is Array:
+        return x.aval, y.aval
+      if (type(y) is float or type(y) is int) and y:
+        return x.aval, y, type(y)
   key = []
   for x in args:
     t = type(x)
@@ -77,14 +89,14 @@ def _kind(args: tuple) -> Any:
       key.append(x.aval)
     elif (t is float or t is int) and x:
       key.append(x)
-      key.append(t)  # 1 == 1.0, and an aval is never equal to either: no two kinds collide
+      key.append(t)
     else:
       return None
   return tuple(key)
 
 
 def _record(plans: dict, key: Any, fn: Callable[..., Any], args: tuple,
-            trace: core.EvalTrace) -> Any:
+            trace: EvalTrace) -> Any:
   """Runs `fn` watching its primitives, and keeps the plan they make (or `_NO_PLAN`). A
   call that passes one Array twice (`x * x`) keeps nothing: its operands would not say
   which argument each one is, and `x * y` has the same key."""
