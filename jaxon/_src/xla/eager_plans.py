@@ -10,16 +10,18 @@ first eager call of each kind (the avals of its Array arguments, the values and 
 its Python scalars, the trace-context flags) and, when that call applied exactly one
 primitive and returned its result, keeps a *plan*: the primitive, its parameters and where
 each operand came from (an argument, or a constant the function made, such as the
-scalar's device copy). Later calls of that kind apply the primitive directly, through its
-impl, so eager batching (`deferred.py`) sees the same operation as before.
+scalar's device copy). Later calls of that kind apply the primitive directly (with its
+eager signature, found once, where it runs through `deferred.apply_primitive`), so eager
+batching (`deferred.py`) sees the same operation as before.
 
 A plan is only right for functions whose primitive and constants follow from the kind
 alone: functions that never read their operands' values (`power` looks at its exponent's
 type, which the kind holds, as it holds a scalar's value). The wrapped functions are chosen
 by hand: `jnp`'s elementwise arithmetic, comparisons and math functions. A call of any other
 kind (a tracer, a keyword, a NumPy array, a zero, whose sign the key would lose) runs the
-function. Under `jax_debug_nans` or `jax_debug_infs` every call runs
-the function, whose primitives are checked as they run.
+function, as does every call while `jax_debug_nans` or `jax_debug_infs` may be on (their
+checks are made as primitives are bound). A warning the function gives is given on the
+call that records its plan, not on the calls that replay it.
 """
 from __future__ import annotations
 
