@@ -249,6 +249,21 @@ def test_lower_as_text():
   assert '"func.func"' not in text and '"func.return"' not in text, text
 
 
+def test_small_constants_are_embedded_large_ones_passed():
+  """As JAX, a program holds the constants its function closes over; those past
+  `EMBEDDED_CONST_BYTES` are passed at each call instead (XLA would fold them slowly)."""
+  from jaxon._src.xla import executable
+  small = np.arange(4, dtype=np.float32) + 0.5
+  large = np.arange(executable.EMBEDDED_CONST_BYTES // 4 + 1, dtype=np.float32)
+  f = jit(lambda x: (x * jnp.asarray(small)).sum() + jnp.asarray(large).sum())
+  x = jnp.ones(4)
+  text = f.lower(x).as_text()
+  assert "dense<[5.000000e-01, 1.500000e+00, 2.500000e+00, 3.500000e+00]>" in text, text
+  assert f"@main(%arg0: tensor<{large.size}xf32>, %arg1: tensor<4xf32>)" in text, text
+  np.testing.assert_allclose(f(x), small.sum() + large.sum(), rtol=1e-6)
+  np.testing.assert_allclose(f.lower(x).compile()(x), small.sum() + large.sum(), rtol=1e-6)
+
+
 def _affine(params, x, *, scale):
   return {"y": params["w"] * x * scale + params["b"]}, x.sum()
 

@@ -272,14 +272,22 @@ def test_donated_argument_is_marked_deleted_and_its_memory_reused():
 
 
 def test_donation_next_to_closed_over_constants():
-  """Constants become the program's leading arguments: they are never donated."""
-  c = jnp.arange(3.0)
+  """Constants too large to embed become the program's leading arguments: they are never
+  donated (small ones are part of the program)."""
+  c = jnp.arange(300.0)  # 1200 bytes: past `EMBEDDED_CONST_BYTES`
   f = jit(lambda x: x + c, donate_argnums=0)
-  assert "(%arg0: tensor<3xf32>, %arg1: tensor<3xf32> {tf.aliasing_output = 0 : i32})" in \
-      f.lower(jnp.ones(3)).as_text()
-  x = jnp.ones(3)
-  np.testing.assert_allclose(f(x), [1.0, 2.0, 3.0])
+  assert "(%arg0: tensor<300xf32>, %arg1: tensor<300xf32> {tf.aliasing_output = 0 : i32})" \
+      in f.lower(jnp.ones(300)).as_text()
+  x = jnp.ones(300)
+  np.testing.assert_allclose(f(x), np.arange(300.0) + 1.0)
   assert x.is_deleted() and not c.is_deleted()
+  small = jnp.arange(3.0)
+  g = jit(lambda x: x + small, donate_argnums=0)
+  assert "(%arg0: tensor<3xf32> {tf.aliasing_output = 0 : i32})" in \
+      g.lower(jnp.ones(3)).as_text()
+  x = jnp.ones(3)
+  np.testing.assert_allclose(g(x), [1.0, 2.0, 3.0])
+  assert x.is_deleted() and not small.is_deleted()
 
 
 def test_donate_argnames_and_pytrees():

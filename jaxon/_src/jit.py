@@ -474,7 +474,10 @@ class Lowered:
   def compiler_ir(self, dialect: str | None = None) -> Any:
     """The StableHLO module (`dialect='stablehlo'`, the default) or the HLO computation
     (`'hlo'`), as JAX's: for reading, not a stable serialization."""
-    module = executable.lower_jaxpr(self._entry.jaxpr.jaxpr, self._name, self._entry.donated)
+    closed = self._entry.jaxpr
+    module = executable.lower_jaxpr(
+        closed.jaxpr, self._name, self._entry.donated,
+        const_values=executable.embedded_consts(closed.jaxpr, closed.consts))
     if dialect in (None, "stablehlo"):
       return module
     if dialect == "hlo":

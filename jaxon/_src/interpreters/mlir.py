@@ -332,9 +332,12 @@ def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main",
                           host_callbacks: list[Callable[..., Any]] | None = None,
                           mesh: tuple[Sequence[str], Sequence[int], int] | None = None,
                           arg_shardings: Sequence[str | None] = (),
-                          result_shardings: Sequence[str | None] = ()) -> ir.Module:
+                          result_shardings: Sequence[str | None] = (),
+                          const_values: Sequence[Any] = ()) -> ir.Module:
   """A module whose public `main` computes `jaxpr` from (constvars..., invars...). The
   Python callbacks it calls are appended to `host_callbacks`, to compile it with.
+  `const_values` (one per constvar, or empty): the NumPy value the module embeds as a
+  constant, or None for a constvar that stays an argument.
 
   An SPMD program over `mesh` (axis names, axis sizes, number of devices) declares it as
   `@mesh`; `arg_shardings` (one per argument, constvars first) and `result_shardings` are
@@ -343,7 +346,9 @@ def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main",
   with context, ir.Location.unknown():
     module = ir.Module.create()
     module.operation.attributes["sym_name"] = ir.StringAttr.get(f"jit_{_sanitize(name)}")
-    in_types = [aval_to_ir_type(v.aval) for v in jaxpr.constvars + jaxpr.invars]
+    const_values = list(const_values) or [None] * len(jaxpr.constvars)
+    arg_constvars = [v for v, c in zip(jaxpr.constvars, const_values) if c is None]
+    in_types = [aval_to_ir_type(v.aval) for v in arg_constvars + jaxpr.invars]
     out_types = [aval_to_ir_type(v.aval) for v in jaxpr.outvars]
     ctx = ModuleContext(module, name, [] if host_callbacks is None else host_callbacks)
     with ir.InsertionPoint(module.body):
@@ -353,8 +358,9 @@ def lower_jaxpr_to_module(jaxpr: Jaxpr, name: str = "main",
         annotate_spmd(ctx, main, mesh, arg_shardings, result_shardings)
       block = main.add_entry_block()
       with ir.InsertionPoint(block):
-        n = len(jaxpr.constvars)
-        outs = jaxpr_subcomp(ctx, jaxpr, block.arguments[:n], block.arguments[n:])
+        arguments = iter(block.arguments)
+        consts = [next(arguments) if c is None else ir_constant(c) for c in const_values]
+        outs = jaxpr_subcomp(ctx, jaxpr, consts, list(arguments))
         func.ReturnOp(outs)
   return module
 

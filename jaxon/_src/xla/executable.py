@@ -38,7 +38,9 @@ class Executable:
     without rewrites across operations: their results must not depend on batching.
     `donated_invars` marks inputs whose buffers outputs may take (see `lower_jaxpr`)."""
     self._host_callbacks: list[Any] = []  # XLA calls them by index while we live
-    module = lower_jaxpr(jaxpr, name, donated_invars, self._host_callbacks)
+    embedded = embedded_consts(jaxpr, consts)
+    module = lower_jaxpr(jaxpr, name, donated_invars, self._host_callbacks,
+                         const_values=embedded)
     self.name = name
     start = time.perf_counter()
     if self._host_callbacks:
@@ -56,7 +58,8 @@ class Executable:
                                                 _skip_checks=True)
                       for a in self.out_avals]
     self._float0_outputs = [i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0]
-    self._const_bufs = [to_buffer(c, v.aval) for c, v in zip(consts, jaxpr.constvars)]
+    self._const_bufs = [to_buffer(c, v.aval) for c, v, e in zip(consts, jaxpr.constvars, embedded)
+                        if e is None]
     # For arguments placed on other devices: the program again, compiled for them (see
     # `call_placed`), by their shardings.
     self.source = (jaxpr, consts)
@@ -148,23 +151,45 @@ def log_event(log: logging.Logger, what: str, start: float) -> None:
     log.log(level, f"{what} in {time.perf_counter() - start:.9f} sec")
 
 
+# Constants of at most this many bytes are embedded in the program, as JAX embeds every
+# constant; larger ones are passed at each call, as arguments, so that XLA does not fold
+# them at compile time. Each argument costs a call about 0.1 µs.
+EMBEDDED_CONST_BYTES = 1024
+
+
+def embedded_consts(jaxpr: Jaxpr, consts: Sequence[Any]) -> list[np.ndarray | None]:
+  """For each constvar of `jaxpr`, the NumPy value its program embeds, or None where the
+  constant is an argument (large ones, and those of extended dtypes: keys, float0)."""
+  out: list[np.ndarray | None] = []
+  for c, v in zip(consts, jaxpr.constvars):
+    aval = v.aval
+    small = (isinstance(aval.dtype, np.dtype) and aval.dtype != dtypes.float0
+             and aval.size * aval.dtype.itemsize <= EMBEDDED_CONST_BYTES)
+    out.append(np.asarray(c, aval.dtype) if small else None)
+  return out
+
+
 def lower_jaxpr(jaxpr: Jaxpr, name: str, donated_invars: Sequence[bool] = (),
-                host_callbacks: list[Any] | None = None, **shardings: Any) -> ir.Module:
-  """The StableHLO module of `jaxpr` (constvars first, then invars). Each donated input
-  that an output of the same shape and dtype can take is marked `tf.aliasing_output`, as
-  JAX marks it; the others are reported in JAX's warning and left alone. `shardings`: the
-  Shardy annotations of an SPMD program (see `mlir.lower_jaxpr_to_module`)."""
+                host_callbacks: list[Any] | None = None,
+                const_values: Sequence[Any] = (), **shardings: Any) -> ir.Module:
+  """The StableHLO module of `jaxpr` (constvars first, then invars; `const_values` as in
+  `mlir.lower_jaxpr_to_module`). Each donated input that an output of the same shape and
+  dtype can take is marked `tf.aliasing_output`, as JAX marks it; the others are reported
+  in JAX's warning and left alone. `shardings`: the Shardy annotations of an SPMD program
+  (see `mlir.lower_jaxpr_to_module`)."""
   in_avals = [v.aval for v in jaxpr.invars]
   level = logging.WARNING if config_mod.values.jax_log_compiles else logging.DEBUG
   if logger.isEnabledFor(level):
     logger.log(level, f"Compiling jit({name}) with global shapes and types "
                       f"{tuple(in_avals)}.")
   start = time.perf_counter()
-  module = mlir.lower_jaxpr_to_module(jaxpr, name, host_callbacks, **shardings)
+  module = mlir.lower_jaxpr_to_module(jaxpr, name, host_callbacks, const_values=const_values,
+                                      **shardings)
   if any(donated_invars):
     out_avals = [v.aval for v in jaxpr.outvars]
     aliases = donation_aliases(in_avals, out_avals, donated_invars)
-    _mark_aliases(module, len(jaxpr.constvars), aliases)
+    n_const_args = sum(c is None for c in const_values or [None] * len(jaxpr.constvars))
+    _mark_aliases(module, n_const_args, aliases)
     warn_unusable_donations([a for i, (a, d) in enumerate(zip(in_avals, donated_invars))
                              if d and i not in aliases])
   log_event(logger, f"Finished jaxpr to MLIR module conversion jit({name})", start)
