@@ -136,3 +136,36 @@ def test_results_are_arrays_with_the_functions_avals():
     out = jnp.exp(x)
     assert type(out) is Array and out.aval == x.aval
     assert jnp.greater(x, 0.0).dtype == np.bool_
+
+
+def test_reductions_and_matmul_replay_keywords_run_in_full():
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  b = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
+  for shift in (0.0, 1.5):
+    x, y = jnp.asarray(a + shift), jnp.asarray(b - shift)
+    np.testing.assert_allclose(np.asarray(x @ y), (a + shift) @ (b - shift), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(x.sum()), (a + shift).sum(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.sum(x, 0)), (a + shift).sum(0), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.sum(x, 1)), (a + shift).sum(1), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.sum(x, axis=1, keepdims=True)),
+                               (a + shift).sum(1, keepdims=True), rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(jnp.max(x, 1)), (a + shift).max(1))
+
+
+def test_a_replayed_primitive_still_runs_its_config_check(monkeypatch):
+  """A check every application must pass (`Primitive.config_check`) runs on replays too."""
+  prim = jaxon.lax.reduce_sum_p
+  original, checks = prim.config_check, []
+
+  def check(*avals, **params):
+    checks.append(avals)
+    if original is not None:
+      original(*avals, **params)
+  monkeypatch.setattr(prim, "config_check", check)
+  total, runs = _counting(lambda v: lax.reduce_sum(v, (0,)))
+  v = jnp.asarray(np.ones(4, np.float32))
+  total(v)
+  before = len(checks)
+  for _ in range(3):
+    assert float(total(v)) == 4.0
+  assert len(runs) == 1 and len(checks) == before + 3

@@ -331,11 +331,12 @@ def sync_point() -> None:
 def known_signature(prim: core.Primitive, operands: Sequence[Any], params: dict
                     ) -> _Signature | None:
   """The signature `apply_primitive` finds for `operands`, for `apply_signature` to apply
-  again without looking it up; None unless `prim` runs through `apply_primitive`, its
-  operands are Arrays, and it has no `config_check` (which every application runs)."""
+  again without looking it up (after the primitive's `config_check`, if it has one: every
+  application runs it); None unless `prim` runs through `apply_primitive` and its operands
+  are Arrays."""
   impl = prim.impl
   if (type(impl) is not functools.partial or impl.func is not apply_primitive
-      or prim.config_check is not None or any(type(x) is not Array for x in operands)):
+      or any(type(x) is not Array for x in operands)):
     return None
   return _signature(prim, tuple(map(_aval_of, operands)), params)
 

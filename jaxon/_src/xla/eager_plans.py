@@ -17,11 +17,12 @@ batching (`deferred.py`) sees the same operation as before.
 A plan is only right for functions whose primitive and constants follow from the kind
 alone: functions that never read their operands' values (`power` looks at its exponent's
 type, which the kind holds, as it holds a scalar's value). The wrapped functions are chosen
-by hand: `jnp`'s elementwise arithmetic, comparisons and math functions. A call of any other
-kind (a tracer, a keyword, a NumPy array, a zero, whose sign the key would lose) runs the
-function, as does every call while `jax_debug_nans` or `jax_debug_infs` may be on (their
-checks are made as primitives are bound). A warning the function gives is given on the
-call that records its plan, not on the calls that replay it.
+by hand: `jnp`'s elementwise arithmetic, comparisons and math functions, `sum`, `prod`,
+`max`, `min`, `matmul` (`@`) and `dot`. A call of any other kind (a tracer, a keyword, a
+NumPy array, a float zero, whose sign the key would lose) runs the function, as does every
+call while `jax_debug_nans` or `jax_debug_infs` may be on (their checks are made as
+primitives are bound). A warning the function gives is given on the call that records its
+plan, not on the calls that replay it.
 """
 from __future__ import annotations
 
@@ -44,12 +45,14 @@ _record_lock = threading.Lock()
 
 
 def memoize_single_operation(fn: Callable[..., Any]) -> Callable[..., Any]:
-  """`fn` (of positional arguments), replaying its one primitive on eager calls of a kind
-  seen before (see the module's docstring)."""
+  """`fn`, replaying its one primitive on eager calls of a kind seen before (see the
+  module's docstring); a call with keyword arguments runs `fn`."""
   plans: dict[Any, Any] = {}
   _plan_tables.append(plans)
 
-  def call(*args: Any) -> Any:
+  def call(*args: Any, **kwargs: Any) -> Any:
+    if kwargs:
+      return fn(*args, **kwargs)
     key = _kind(args)
     trace = core.current_trace()
     if (key is None or type(trace) is not EvalTrace or trace.observed is not None
@@ -72,8 +75,9 @@ def memoize_single_operation(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _kind(args: tuple) -> Any:
   """The dict key of a call: the aval of each Array argument, the value and type of each
-  nonzero Python int or float; None for a call of any other kind. (1 == 1.0, hence the
-  type; an aval equals neither, so no two kinds collide.)"""
+  Python int and nonzero float (0.0 == -0.0, whose signs differ); None for a call of any
+  other kind. (1 == 1.0, hence the type; an aval equals neither, so no two kinds
+  collide.)"""
   if len(args) == 1:  # the common kinds first, without a loop
     x, = args
     return (x.aval,) if type(x) is Array else None
@@ -82,14 +86,14 @@ def _kind(args: tuple) -> Any:
     if type(x) is Array:
       if type(y) is Array:
         return x.aval, y.aval
-      if (type(y) is float or type(y) is int) and y:
+      if type(y) is int or type(y) is float and y:
         return x.aval, y, type(y)
   key = []
   for x in args:
     t = type(x)
     if t is Array:
       key.append(x.aval)
-    elif (t is float or t is int) and x:
+    elif t is int or t is float and x:
       key.append(x)
       key.append(t)
     else:
@@ -143,9 +147,19 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
   else:
     take = operator.itemgetter(*positions)
   signature = deferred.known_signature(prim, operands, params)
-  if signature is not None:
-    return config_values.trace_context, deferred.apply_signature, signature, take, tuple(consts)
-  return config_values.trace_context, _apply_impl, (prim, params), take, tuple(consts)
+  if signature is None:
+    apply, operation = _apply_impl, (prim, params)
+  elif prim.config_check is None:
+    apply, operation = deferred.apply_signature, signature
+  else:
+    apply, operation = _apply_checked, signature
+  return config_values.trace_context, apply, operation, take, tuple(consts)
+
+
+def _apply_checked(signature: Any, operands: tuple) -> Any:
+  """Applies a signature whose primitive has a check that every application must pass."""
+  signature.prim.config_check(*signature.in_avals, **signature.params)
+  return deferred.apply_signature(signature, operands)
 
 
 def _apply_impl(operation: tuple, operands: tuple) -> Any:
