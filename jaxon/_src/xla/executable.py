@@ -153,7 +153,8 @@ def log_event(log: logging.Logger, what: str, start: float) -> None:
 
 # Constants of at most this many bytes are embedded in the program, as JAX embeds every
 # constant; larger ones are passed at each call, as arguments, so that XLA does not fold
-# them at compile time. Each argument costs a call about 0.1 µs.
+# them at compile time. Each argument costs a call about 0.04 µs (2-core machine: jitted
+# `hessian` of a function of f32[4], two constants, 3.89 -> 3.81 µs a call embedded).
 EMBEDDED_CONST_BYTES = 1024
 
 
