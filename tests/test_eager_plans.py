@@ -1,6 +1,8 @@
 """Eager calls of `jnp`'s one-operation functions replay their primitive from the second
 call of a kind on (`xla/eager_plans.py`): invisible except in speed, so every test here
 compares against the function run in full."""
+import functools
+
 import numpy as np
 import pytest
 
@@ -27,7 +29,7 @@ def _counting(fn):
   def body(*args):
     runs.append(1)
     return fn(*args)
-  return eager_plans.memoize_single_operation(body), runs
+  return eager_plans.memoize_eager_operations(body), runs
 
 
 X = np.array([0.5, -1.25, 3.0], np.float32)
@@ -52,11 +54,14 @@ def test_scalar_operands_are_keyed_by_value_and_type():
   assert mul(xi, 2).dtype == np.int32 and mul(xi, 2.0).dtype == np.float32  # 2 == 2.0
 
 
-def test_zeros_are_not_keyed_so_their_signs_stay():
+def test_float_zeros_keep_their_signs_and_nans_are_not_keyed():
+  mul, runs = _counting(lambda a, b: jnp.multiply(a, b))
   x = jnp.asarray(X)
   for _ in range(2):
-    np.testing.assert_array_equal(np.signbit(np.asarray(x * 0.0)), np.signbit(X * 0.0))
-    np.testing.assert_array_equal(np.signbit(np.asarray(x * -0.0)), np.signbit(X * -0.0))
+    np.testing.assert_array_equal(np.signbit(np.asarray(mul(x, 0.0))), np.signbit(X * 0.0))
+    np.testing.assert_array_equal(np.signbit(np.asarray(mul(x, -0.0))), np.signbit(X * -0.0))
+    assert np.isnan(np.asarray(mul(x, float("nan")))).all()
+  assert len(runs) == 2 + 2  # 0.0 and -0.0 once each; NaN runs in full every time
 
 
 def test_an_argument_passed_twice_keeps_no_plan_for_its_kind():
@@ -77,11 +82,34 @@ def test_operands_in_another_order_than_the_arguments():
   assert len(runs) == 1
 
 
-def test_functions_of_several_operations_run_in_full():
-  fn, runs = _counting(lambda a, b: lax.add(lax.mul(a, b), a))
-  for _ in range(3):
-    np.testing.assert_array_equal(np.asarray(fn(jnp.asarray(X), jnp.asarray(Y))), X * Y + X)
-  assert len(runs) == 3
+def test_functions_of_several_operations_replay_them_in_order():
+  fn, runs = _counting(lambda a, b: lax.sub(lax.add(lax.mul(a, b), a), lax.mul(a, b)))
+  for shift in (0.0, 1.5, -2.0):
+    a, b = X + shift, Y - shift
+    np.testing.assert_array_equal(np.asarray(fn(jnp.asarray(a), jnp.asarray(b))),
+                                  (a * b + a) - a * b)
+  assert len(runs) == 1
+
+
+def test_functions_that_return_an_argument_or_apply_too_many_operations_run_in_full():
+  same, runs_same = _counting(lambda a: a)
+  long, runs_long = _counting(
+      lambda a: functools.reduce(lambda v, _: lax.add(v, a), range(eager_plans._MAX_STEPS + 1), a))
+  x = jnp.asarray(X)
+  for _ in range(2):
+    assert same(x) is x
+    np.testing.assert_array_equal(np.asarray(long(x)), X * (eager_plans._MAX_STEPS + 2))
+  assert len(runs_same) == len(runs_long) == 2
+
+
+def test_mean_and_where_replay():
+  for shift in (0.0, 1.5):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) - 5 + shift
+    x = jnp.asarray(a)
+    np.testing.assert_allclose(np.asarray(x.mean()), a.mean(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.mean(x, 1)), a.mean(1), rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(jnp.where(x > 0, x, 0.5)), np.where(a > 0, a, 0.5))
+    np.testing.assert_array_equal(np.asarray(jnp.where(x > 0)[0]), np.where(a > 0)[0])
 
 
 def test_a_trace_context_flag_change_records_again():

@@ -18,7 +18,7 @@ from jaxon._src.lax import dot_general as lax_dot
 from jaxon._src.lax import lax, shape_ops
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import ufuncs, util
-from jaxon._src.xla.eager_plans import memoize_single_operation
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
 def _contract(a: Any, b: Any, contract: tuple[Sequence[int], Sequence[int]],
@@ -41,7 +41,7 @@ def _ravel(x: Any) -> Any:
   return shape_ops.reshape(x, (math.prod(np.shape(x)),))
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def dot(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
         preferred_element_type: Any = None) -> Any:
   """NumPy's `dot`: a scalar operand multiplies; otherwise the last axis of `a` contracts
@@ -141,7 +141,7 @@ def _check_contracted_sizes(fun_name: str, a: Any, b: Any,
                     f"and {b_sizes}.")
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def matmul(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
            preferred_element_type: Any = None) -> Any:
   """NumPy's `matmul` (the `@` operator): matrix products over the last two axes, with the

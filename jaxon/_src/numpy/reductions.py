@@ -21,7 +21,7 @@ from jaxon._src import core, dtypes
 from jaxon._src.lax import lax, reductions, shape_ops, slicing, sorting
 from jaxon._src.numpy import shape as jnp_shape
 from jaxon._src.numpy import util
-from jaxon._src.xla.eager_plans import memoize_single_operation
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 Axis = int | Sequence[int] | None
 
@@ -185,7 +185,7 @@ def _check_reducible(name: str, shape: tuple[int, ...], axes: tuple[int, ...],
                      f"(array shape {shape}, axes {axes}); pass 'initial'")
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def sum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, keepdims: bool = False,
         initial: Any = None, where: Any = None, promote_integers: bool = True) -> Any:
   """Sum of the elements over `axis` (all axes if None), plus `initial` if given.
@@ -197,7 +197,7 @@ def sum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, keepdims
   return _reduce(_SUM, a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def prod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, initial: Any = None, where: Any = None,
          promote_integers: bool = True) -> Any:
@@ -205,7 +205,7 @@ def prod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
   return _reduce(_PROD, a, axis, dtype, out, keepdims, initial, where, promote_integers)
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def max(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
         initial: Any = None, where: Any = None) -> Any:
   """Maximum over `axis`; NaN propagates. Reducing an empty axis, or using `where`, needs
@@ -213,7 +213,7 @@ def max(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
   return _reduce(_MAX, a, axis, None, out, keepdims, initial, where)
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def min(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
         initial: Any = None, where: Any = None) -> Any:
   """Minimum over `axis`; NaN propagates. Reducing an empty axis, or using `where`, needs
@@ -292,6 +292,7 @@ def _mean_dtypes(a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.dtype]:
   return _upcast_f16(result), result
 
 
+@memoize_eager_operations
 def mean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
          keepdims: bool = False, *, where: Any = None) -> Any:
   """Arithmetic mean over `axis`; integers and bools average as the default float type.

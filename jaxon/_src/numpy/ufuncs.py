@@ -23,7 +23,7 @@ from jaxon._src.lax import lax, numeric_extra
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import shape, util
 from jaxon._src.xla.array import Array
-from jaxon._src.xla.eager_plans import memoize_single_operation
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 _Promote = Callable[..., list[Any]]
 
@@ -129,7 +129,7 @@ def _ufunc(name: str, nin: int, promote: _Promote, lax_fn: Callable[..., Any], d
       return lax_fn(*promote(name, x1, x2))
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"{doc}\n\nJAX implementation of `numpy.{name}`."
-  return memoize_single_operation(fn)
+  return memoize_eager_operations(fn)
 
 
 _P, _PI = _promote_args, _promote_args_inexact
@@ -200,7 +200,7 @@ def _ordered_comparison(name: str, lax_fn: Callable[[Any, Any], Any], symbol: st
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = (f"Elementwise x1 {symbol} x2 (False where either is NaN).\n\n"
                 f"JAX implementation of `numpy.{name}`.")
-  return memoize_single_operation(fn)
+  return memoize_eager_operations(fn)
 
 
 less = _ordered_comparison("less", lax.lt, "<")
@@ -211,14 +211,14 @@ greater_equal = _ordered_comparison("greater_equal", lax.ge, ">=")
 
 # ----------------------------------------------------------------------------- arithmetic
 
-@memoize_single_operation
+@memoize_eager_operations
 def add(x1: Any, x2: Any, /) -> Any:
   """Elementwise x1 + x2; for bools, logical OR (as in NumPy)."""
   x1, x2 = _promote_args("add", x1, x2)
   return lax.bitwise_or(x1, x2) if _dtype(x1) == np.bool_ else lax.add(x1, x2)
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def multiply(x1: Any, x2: Any, /) -> Any:
   """Elementwise x1 * x2; for bools, logical AND (as in NumPy)."""
   x1, x2 = _promote_args("multiply", x1, x2)
@@ -231,7 +231,7 @@ def positive(x: Any, /) -> Any:
   return lax.asarray(x)
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def abs(x: Any, /) -> Any:
   """Elementwise absolute value; complex input gives its real dtype, bools and unsigned
   integers are returned unchanged."""
@@ -244,14 +244,14 @@ def abs(x: Any, /) -> Any:
 absolute = abs
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def square(x: Any, /) -> Any:
   """Elementwise x * x (bools square as int32)."""
   (x,) = _promote_args_numeric("square", x)
   return numeric_extra.square(x)
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def reciprocal(x: Any, /) -> Any:
   """Elementwise 1 / x in floating point."""
   (x,) = _promote_args_inexact("reciprocal", x)
@@ -334,7 +334,7 @@ def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:
   return _float_divmod(x1, x2)
 
 
-@memoize_single_operation
+@memoize_eager_operations
 def power(x1: Any, x2: Any, /) -> Any:
   """Elementwise x1 ** x2.
 
@@ -484,7 +484,7 @@ def _elementwise_test(name: str, float_test: Callable[[Any], Any], if_exact: boo
     return lax.full_like(x, if_exact, dtype=np.bool_)
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"{doc}\n\nJAX implementation of `numpy.{name}`."
-  return memoize_single_operation(fn)
+  return memoize_eager_operations(fn)
 
 
 isfinite = _elementwise_test("isfinite", lax.is_finite, True, lax.bitwise_and,
@@ -591,7 +591,7 @@ def _scale(name: str, factor: float, doc: str) -> Callable[[Any], Any]:
     return lax.mul(x, _const(x, factor))
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"{doc}\n\nJAX implementation of `numpy.{name}`."
-  return memoize_single_operation(fn)
+  return memoize_eager_operations(fn)
 
 
 deg2rad = _scale("deg2rad", np.pi / 180, "Converts angles from degrees to radians.")
@@ -680,7 +680,7 @@ def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log_scale: float | None,
     return impl(x1, x2)
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"{doc}\n\nJAX implementation of `numpy.{name}`."
-  return memoize_single_operation(fn)
+  return memoize_eager_operations(fn)
 
 
 logaddexp = _logaddexp("logaddexp", lax.exp, None,
@@ -754,6 +754,12 @@ def where(condition: Any, x: Any = None, y: Any = None, /, *, size: int | None =
                      "to jnp.where.")
   if size is not None or fill_value is not None:
     raise ValueError("size and fill_value apply only to the one-argument jnp.where.")
+  return _select(condition, x, y)
+
+
+@memoize_eager_operations
+def _select(condition: Any, x: Any, y: Any) -> Any:
+  """`where` of three arguments (that of one reads its values: it is not memoized)."""
   util.check_arraylike("where", condition, x, y)
   x, y = util.promote_dtypes(x, y)
   condition, x, y = shape.broadcast_arrays(_to_bool(condition), x, y)

@@ -1,28 +1,31 @@
-"""Eager calls of library functions that apply one primitive: the primitive alone, from
-the second call of a kind on.
+"""Eager calls of library functions: the primitives they apply, alone, from the second
+call of a kind on.
 
 An eager `x * 2.0` or `jnp.sin(x)` passes through several layers (the operator, NumPy's
-promotion rules, the scalar's conversion, `lax`, `bind`) before it reaches its one
-primitive, and in code that never repeats those layers cost as much again as running the
-operation. JAX skips them by jitting its `jnp` functions (its C++ dispatch keys the call
-by argument types). Here a function wrapped by `memoize_single_operation` watches its
-first eager call of each kind (the avals of its Array arguments, the values and types of
-its Python scalars, the trace-context flags) and, when that call applied exactly one
-primitive and returned its result, keeps a *plan*: the primitive, its parameters and where
-each operand came from (an argument, or a constant the function made, such as the
-scalar's device copy). Later calls of that kind apply the primitive directly (with its
-eager signature, found once, where it runs through `deferred.apply_primitive`), so eager
-batching (`deferred.py`) sees the same operation as before.
+promotion rules, the scalar's conversion, `lax`, `bind`) before it reaches its primitive,
+and in code that never repeats those layers cost as much again as running the operation.
+JAX skips them by jitting its `jnp` functions (its C++ dispatch keys the call by argument
+types). Here a function wrapped by `memoize_eager_operations` watches its first eager call
+of each kind (the avals of its Array arguments, the values and types of its Python
+scalars, the trace-context flags) and, when that call applied at most `_MAX_STEPS`
+primitives and returned the result of one, keeps a *plan*: the primitives, their
+parameters and where each operand came from (an argument, a constant the function made,
+such as the scalar's device copy, or an earlier primitive's result). Later calls of that
+kind apply the primitives directly, in order (each with its eager signature, found once,
+where it runs through `deferred.apply_primitive`), so eager batching (`deferred.py`) sees
+the same operations as before.
 
-A plan is only right for functions whose primitive and constants follow from the kind
+A plan is only right for functions whose primitives and constants follow from the kind
 alone: functions that never read their operands' values (`power` looks at its exponent's
-type, which the kind holds, as it holds a scalar's value). The wrapped functions are chosen
-by hand: `jnp`'s elementwise arithmetic, comparisons and math functions, `sum`, `prod`,
-`max`, `min`, `matmul` (`@`) and `dot`. A call of any other kind (a tracer, a keyword, a
-NumPy array, a float zero, whose sign the key would lose) runs the function, as does every
-call while `jax_debug_nans` or `jax_debug_infs` may be on (their checks are made as
-primitives are bound). A warning the function gives is given on the call that records its
-plan, not on the calls that replay it.
+type, which the kind holds, as it holds a scalar's value; `where` of one argument is
+`nonzero`, whose result's shape depends on the values, and is not wrapped). The wrapped
+functions are chosen by hand: `jnp`'s elementwise arithmetic, comparisons and math
+functions, `where` of three arguments, `sum`, `prod`, `max`, `min`, `mean`, `matmul` (`@`)
+and `dot`. A call of any other kind (a tracer, a keyword, a NumPy array, a NaN, whose
+sign and payload the key would lose) runs the function, as does every call while
+`jax_debug_nans` or `jax_debug_infs` may be on (their checks are made as primitives are
+bound). A warning the function gives is given on the call that records its plan, not on
+the calls that replay it.
 """
 from __future__ import annotations
 
@@ -39,14 +42,15 @@ from jaxon._src.xla import deferred
 from jaxon._src.xla.array import Array
 
 _MAX_PLANS = 512  # per function: a key holds a scalar's value, and code may vary it
-_NO_PLAN = False  # a kind whose call applies other than one primitive: run the function
+_MAX_STEPS = 16  # primitives in a plan: the wrapped functions apply a few
+_NO_PLAN = False  # a kind whose call makes no plan (see `_plan`): run the function
 _plan_tables: list[dict] = []
 _record_lock = threading.Lock()
 
 
-def memoize_single_operation(fn: Callable[..., Any]) -> Callable[..., Any]:
-  """`fn`, replaying its one primitive on eager calls of a kind seen before (see the
-  module's docstring); a call with keyword arguments runs `fn`."""
+def memoize_eager_operations(fn: Callable[..., Any]) -> Callable[..., Any]:
+  """`fn`, replaying its primitives on eager calls of a kind seen before (see the module's
+  docstring); a call with keyword arguments runs `fn`."""
   plans: dict[Any, Any] = {}
   _plan_tables.append(plans)
 
@@ -75,9 +79,9 @@ def memoize_single_operation(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def _kind(args: tuple) -> Any:
   """The dict key of a call: the aval of each Array argument, the value and type of each
-  Python int and nonzero float (0.0 == -0.0, whose signs differ); None for a call of any
-  other kind. (1 == 1.0, hence the type; an aval equals neither, so no two kinds
-  collide.)"""
+  Python int and float; None for a call of any other kind. (1 == 1.0, hence the type; an
+  aval equals neither, so no two kinds collide. A float zero is keyed by its text, which
+  tells 0.0 from -0.0; a NaN, whose sign and payload its text would lose, is not keyed.)"""
   if len(args) == 1:  # the common kinds first, without a loop
     x, = args
     return (x.aval,) if type(x) is Array else None
@@ -86,15 +90,15 @@ def _kind(args: tuple) -> Any:
     if type(x) is Array:
       if type(y) is Array:
         return x.aval, y.aval
-      if type(y) is int or type(y) is float and y:
+      if type(y) is int or type(y) is float and y and y == y:
         return x.aval, y, type(y)
   key = []
   for x in args:
     t = type(x)
     if t is Array:
       key.append(x.aval)
-    elif t is int or t is float and x:
-      key.append(x)
+    elif t is int or t is float and x == x:
+      key.append(x if x else repr(x))
       key.append(t)
     else:
       return None
@@ -122,38 +126,70 @@ def _record(plans: dict, key: Any, fn: Callable[..., Any], args: tuple,
 
 
 def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
-  """The plan of a call that applied one primitive of one result (without a bind hook) and
-  returned that result: (trace context, `apply`, `operation`, operand getter (None: the
-  arguments themselves), constants), where `apply(operation, operands)` applies it."""
-  if len(observed) != 1:
+  """The plan of a call that applied up to `_MAX_STEPS` primitives of one result each
+  (without bind hooks) and returned one of their results: (trace context, `apply`,
+  `operation`, operand getter (None: the arguments themselves), constants), where
+  `apply(operation, operands)` applies the primitives. A primitive's operands come from the
+  arguments, from constants the function made, and from the results of those before it.
+  Values live in one list, arguments then constants then results, and are taken from it by
+  position."""
+  if not observed or len(observed) > _MAX_STEPS:
     return _NO_PLAN
-  prim, operands, params, result = observed[0]
-  if prim.multiple_results or prim.bind_hook is not None or result is not out:
-    return _NO_PLAN
+  sources = {id(x): ("arg", i) for i, x in enumerate(args)}
   consts: list[Any] = []
-  positions = []
-  for x in operands:
-    position = next((i for i, arg in enumerate(args) if arg is x), None)
-    if position is None:
-      if isinstance(x, core.Tracer):
-        return _NO_PLAN
-      position = len(args) + len(consts)
-      consts.append(x)
-    positions.append(position)
+  steps = []
+  for k, (prim, operands, params, result) in enumerate(observed):
+    if prim.multiple_results or prim.bind_hook is not None:
+      return _NO_PLAN
+    refs = []
+    for x in operands:
+      ref = sources.get(id(x))
+      if ref is None:
+        if isinstance(x, core.Tracer):
+          return _NO_PLAN
+        ref = sources[id(x)] = ("const", len(consts))
+        consts.append(x)
+      refs.append(ref)
+    steps.append((_applier(prim, operands, params), refs))
+    sources[id(result)] = ("result", k)
+  returned = sources.get(id(out))
+  if returned is None or returned[0] != "result":
+    return _NO_PLAN
+  start = {"arg": 0, "const": len(args), "result": len(args) + len(consts)}
+  def position(ref: tuple[str, int]) -> int:
+    return start[ref[0]] + ref[1]
+  if len(steps) > 1:
+    program = (tuple((apply, operation, tuple(map(position, refs)))
+                     for (apply, operation), refs in steps),
+               tuple(consts), position(returned))
+    return config_values.trace_context, _replay_steps, program, None, ()
+  (apply, operation), refs = steps[0]
+  positions = list(map(position, refs))
   if positions == list(range(len(args))):
     take = None  # the operands are the arguments, as in `jnp.sin(x)` and `x + y`
   elif len(positions) == 1:
     take = functools.partial(_take_one, positions[0])
   else:
     take = operator.itemgetter(*positions)
+  return config_values.trace_context, apply, operation, take, tuple(consts)
+
+
+def _applier(prim: core.Primitive, operands: tuple, params: dict) -> tuple[Callable, Any]:
+  """(`apply`, `operation`) for one primitive: its eager signature where it has one."""
   signature = deferred.known_signature(prim, operands, params)
   if signature is None:
-    apply, operation = _apply_impl, (prim, params)
-  elif prim.config_check is None:
-    apply, operation = deferred.apply_signature, signature
-  else:
-    apply, operation = _apply_checked, signature
-  return config_values.trace_context, apply, operation, take, tuple(consts)
+    return _apply_impl, (prim, params)
+  if prim.config_check is None:
+    return deferred.apply_signature, signature
+  return _apply_checked, signature
+
+
+def _replay_steps(program: tuple, args: tuple) -> Any:
+  steps, consts, returned = program
+  values = [*args, *consts]
+  for apply, operation, positions in steps:
+    values.append(apply(operation, [values[p] for p in positions]))
+  return values[returned]
 
 
 def _apply_checked(signature: Any, operands: tuple) -> Any:
