@@ -26,9 +26,9 @@ def _counting(fn):
   """`fn` wrapped for replay, with a count of the calls that ran its body."""
   runs = []
 
-  def body(*args):
+  def body(*args, **kwargs):
     runs.append(1)
-    return fn(*args)
+    return fn(*args, **kwargs)
   return eager_plans.memoize_eager_operations(body), runs
 
 
@@ -166,7 +166,20 @@ def test_results_are_arrays_with_the_functions_avals():
     assert jnp.greater(x, 0.0).dtype == np.bool_
 
 
-def test_reductions_and_matmul_replay_keywords_run_in_full():
+def test_keywords_of_plain_values_are_part_of_the_kind():
+  total, runs = _counting(lambda a, axis=None, keepdims=False: jnp.sum(a, axis, keepdims=keepdims))
+  a = np.arange(12, dtype=np.float32).reshape(3, 4)
+  for shift in (0.0, 2.0):
+    x = jnp.asarray(a + shift)
+    for kwargs in ({"axis": 0}, {"axis": 1}, {"axis": (0, 1)}, {"axis": 1, "keepdims": True}):
+      np.testing.assert_allclose(np.asarray(total(x, **kwargs)), (a + shift).sum(**kwargs),
+                                 rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jnp.sum(x, axis=0, where=x > 3)),
+                               np.where(a + shift > 3, a + shift, 0).sum(0), rtol=1e-6)
+  assert len(runs) == 4  # one per kind of keywords: the second shift replays them
+
+
+def test_reductions_and_matmul_replay():
   a = np.arange(12, dtype=np.float32).reshape(3, 4)
   b = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
   for shift in (0.0, 1.5):

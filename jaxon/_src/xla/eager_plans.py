@@ -21,11 +21,12 @@ type, which the kind holds, as it holds a scalar's value; `where` of one argumen
 `nonzero`, whose result's shape depends on the values, and is not wrapped). The wrapped
 functions are chosen by hand: `jnp`'s elementwise arithmetic, comparisons and math
 functions, `where` of three arguments, `sum`, `prod`, `max`, `min`, `mean`, `matmul` (`@`)
-and `dot`. A call of any other kind (a tracer, a keyword, a NumPy array, a NaN, whose
-sign and payload the key would lose) runs the function, as does every call while
-`jax_debug_nans` or `jax_debug_infs` may be on (their checks are made as primitives are
-bound). A warning the function gives is given on the call that records its plan, not on
-the calls that replay it.
+and `dot`. Keyword arguments are part of the kind when they are None, bools, ints or
+tuples of ints (`axis=0`, `keepdims=True`). A call of any other kind (a tracer, a NumPy
+array, a NaN, whose sign and payload the key would lose, a keyword of another type) runs
+the function, as does every call while `jax_debug_nans` or `jax_debug_infs` may be on
+(their checks are made as primitives are bound). A warning the function gives is given on
+the call that records its plan, not on the calls that replay it.
 """
 from __future__ import annotations
 
@@ -50,29 +51,30 @@ _record_lock = threading.Lock()
 
 def memoize_eager_operations(fn: Callable[..., Any]) -> Callable[..., Any]:
   """`fn`, replaying its primitives on eager calls of a kind seen before (see the module's
-  docstring); a call with keyword arguments runs `fn`."""
+  docstring)."""
   plans: dict[Any, Any] = {}
   _plan_tables.append(plans)
 
   def call(*args: Any, **kwargs: Any) -> Any:
-    if kwargs:
-      return fn(*args, **kwargs)
     key = _kind(args)
+    if kwargs and key is not None:
+      key = _with_keywords(key, kwargs)
     trace = core.current_trace()
     if (key is None or type(trace) is not EvalTrace or trace.observed is not None
         or core.eval_output_check is not None):
-      return fn(*args)
+      return fn(*args, **kwargs)
     plan = plans.get(key)
     if plan is None or plan is not _NO_PLAN and plan[0] is not config_values.trace_context:
-      return _record(plans, key, fn, args, trace)
+      return _record(plans, key, functools.partial(fn, **kwargs) if kwargs else fn, args,
+                     trace)
     if plan is _NO_PLAN:
-      return fn(*args)
+      return fn(*args, **kwargs)
     _, apply, operation, take, consts = plan
     try:
       return apply(operation, args if take is None else take(args + consts))
     except Exception:  # a deleted constant, say: the function says what is wrong, or mends it
       plans.pop(key, None)
-      return fn(*args)
+      return fn(*args, **kwargs)
 
   return functools.wraps(fn)(call)
 
@@ -103,6 +105,17 @@ def _kind(args: tuple) -> Any:
     else:
       return None
   return tuple(key)
+
+
+def _with_keywords(key: tuple, kwargs: dict) -> tuple | None:
+  """`key` with the call's keyword arguments (`axis=0`, `keepdims=True`), when each is
+  None, a bool, an int or a tuple of ints; None otherwise. (A pair never equals an element
+  of the positional key.)"""
+  for value in kwargs.values():
+    if not (value is None or type(value) in (bool, int)
+            or type(value) is tuple and all(type(i) is int for i in value)):
+      return None
+  return (*key, tuple(sorted(kwargs.items())))
 
 
 def _record(plans: dict, key: Any, fn: Callable[..., Any], args: tuple,
