@@ -210,3 +210,17 @@ def test_a_replayed_primitive_still_runs_its_config_check(monkeypatch):
   for _ in range(3):
     assert float(total(v)) == 4.0
   assert len(runs) == 1 and len(checks) == before + 3
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite", "deg2rad", "rad2deg",
+                                  "logaddexp", "logaddexp2"])
+def test_predicates_scalings_and_logaddexp_replay(name):
+  """Memoized by their factories: the second call of a kind replays, with NumPy's values."""
+  a = np.array([0.5, -np.inf, np.nan, 3.0], np.float32)
+  b = np.array([1.0, 2.0, -1.0, np.inf], np.float32)
+  fn = getattr(jnp, name)
+  for shift in (0.0, 1.0):
+    args = (a + shift, b) if name.startswith("logaddexp") else (a + shift,)
+    want = getattr(np, name)(*args)
+    got = np.asarray(fn(*map(jnp.asarray, args)))
+    np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -43,7 +43,7 @@ import itertools
 import operator
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -328,17 +328,23 @@ def sync_point() -> None:
     _end_window(batch)
 
 
-def known_signature(prim: core.Primitive, operands: Sequence[Any], params: dict
-                    ) -> _Signature | None:
-  """The signature `apply_primitive` finds for `operands`, for `apply_signature` to apply
-  again without looking it up (after the primitive's `config_check`, if it has one: every
-  application runs it); None unless `prim` runs through `apply_primitive` and its operands
-  are Arrays."""
+def signature_replay(prim: core.Primitive, operands: Sequence[Any], params: dict
+                     ) -> tuple[Callable[[_Signature, Sequence[Array]], Any], _Signature] | None:
+  """(`apply`, signature): how to apply `prim` again to Arrays of `operands`' avals without
+  looking up its signature, as `apply(signature, args)`; None unless `prim` runs through
+  `apply_primitive` and its operands are Arrays. A primitive with a `config_check` runs it
+  first, as every application does (`_signature` runs it on a hit)."""
   impl = prim.impl
   if (type(impl) is not functools.partial or impl.func is not apply_primitive
       or any(type(x) is not Array for x in operands)):
     return None
-  return _signature(prim, tuple(map(_aval_of, operands)), params)
+  sig = _signature(prim, tuple(map(_aval_of, operands)), params)
+  return (apply_signature if prim.config_check is None else _apply_checked_signature), sig
+
+
+def _apply_checked_signature(sig: _Signature, args: Sequence[Array]) -> Any:
+  sig.prim.config_check(*sig.in_avals, **sig.params)
+  return apply_signature(sig, args)
 
 
 def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:

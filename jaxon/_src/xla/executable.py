@@ -189,7 +189,7 @@ def lower_jaxpr(jaxpr: Jaxpr, name: str, donated_invars: Sequence[bool] = (),
   if any(donated_invars):
     out_avals = [v.aval for v in jaxpr.outvars]
     aliases = donation_aliases(in_avals, out_avals, donated_invars)
-    n_const_args = sum(c is None for c in const_values or [None] * len(jaxpr.constvars))
+    n_const_args = len(jaxpr.constvars) - sum(c is not None for c in const_values)
     _mark_aliases(module, n_const_args, aliases)
     warn_unusable_donations([a for i, (a, d) in enumerate(zip(in_avals, donated_invars))
                              if d and i not in aliases])
