@@ -224,3 +224,102 @@ def test_predicates_scalings_and_logaddexp_replay(name):
     want = getattr(np, name)(*args)
     got = np.asarray(fn(*map(jnp.asarray, args)))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# jnp functions of several primitives: from the `_COMPOSE_AFTER`th replay of a kind on, one
+# compiled program (`deferred.Composite`) computes what the primitives compute one by one.
+_SEVERAL_OPERATIONS = {
+    "mean": lambda x: jnp.mean(x, axis=0),
+    "var": lambda x: jnp.var(x, ddof=1),
+    "std": lambda x: jnp.std(x, axis=1, keepdims=True),
+    "softmax": lambda x: jaxon.nn.softmax(x, axis=0),
+    "log_softmax": jaxon.nn.log_softmax,
+    "logsumexp": lambda x: jaxon.scipy.special.logsumexp(x, axis=1),
+    "norm": jnp.linalg.norm,
+    "argmax": jnp.argmax,
+    "ptp": lambda x: jnp.ptp(x, axis=0),
+}
+_NUMPY = {
+    "mean": lambda a: a.mean(0), "var": lambda a: a.var(ddof=1),
+    "std": lambda a: a.std(1, keepdims=True),
+    "softmax": lambda a: np.exp(a - a.max(0)) / np.exp(a - a.max(0)).sum(0),
+    "log_softmax": lambda a: a - a.max(-1, keepdims=True) - np.log(
+        np.exp(a - a.max(-1, keepdims=True)).sum(-1, keepdims=True)),
+    "logsumexp": lambda a: np.log(np.exp(a).sum(1)), "norm": np.linalg.norm,
+    "argmax": np.argmax, "ptp": lambda a: np.ptp(a, 0),
+}
+
+
+def _one_by_one_runs(monkeypatch):
+  """A list that grows by one for each primitive run on its own."""
+  from jaxon._src.xla import deferred
+  runs, run_now = [], deferred._run_now
+  monkeypatch.setattr(deferred, "_run_now", lambda *a: runs.append(1) or run_now(*a))
+  return runs
+
+
+@pytest.mark.parametrize("name", sorted(_SEVERAL_OPERATIONS))
+def test_functions_of_several_operations_become_one_program_with_the_same_bits(
+    name, monkeypatch):
+  fn = _SEVERAL_OPERATIONS[name]
+  a = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+  x = jnp.asarray(a)
+  first = np.asarray(fn(x))  # recorded: the function runs in full
+  np.testing.assert_allclose(first, _NUMPY[name](a), rtol=2e-6, atol=1e-6)
+  for _ in range(eager_plans._COMPOSE_AFTER):  # replayed one by one; then composed
+    np.testing.assert_array_equal(np.asarray(fn(x)), first)
+  runs = _one_by_one_runs(monkeypatch)
+  np.testing.assert_array_equal(np.asarray(fn(x)), first)  # bit for bit
+  shifted = jnp.asarray(a * 2 - 1)
+  np.testing.assert_allclose(np.asarray(fn(shifted)), _NUMPY[name](a * 2 - 1), rtol=2e-6,
+                             atol=1e-6)
+  assert runs == []  # one program, no primitive on its own
+
+
+def test_a_composed_function_of_a_pending_or_deleted_operand_runs_one_by_one(monkeypatch):
+  from jaxon._src.xla import deferred
+  a = np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32)
+  x = jnp.asarray(a)
+  want = np.asarray(jnp.var(x))
+  for _ in range(eager_plans._COMPOSE_AFTER + 1):
+    jnp.var(x)
+  runs = _one_by_one_runs(monkeypatch)
+  monkeypatch.setattr(deferred, "ALWAYS_DEFER", True)
+  pending = x + 0.0
+  assert pending._pending is not None
+  got = jnp.var(pending)  # its operations join the batch that computes `pending`
+  monkeypatch.setattr(deferred, "ALWAYS_DEFER", False)
+  np.testing.assert_array_equal(np.asarray(got), want)
+  deleted = jnp.asarray(a)
+  deleted.delete()
+  with pytest.raises(RuntimeError, match="deleted"):
+    jnp.var(deleted)
+  assert runs  # the deleted operand's error came from running one by one
+
+
+def test_a_composed_function_of_an_operand_on_another_device_runs_there():
+  a = np.random.default_rng(2).standard_normal((3, 5)).astype(np.float32)
+  want = np.asarray(jnp.var(jnp.asarray(a)))
+  for _ in range(eager_plans._COMPOSE_AFTER + 1):
+    jnp.var(jnp.asarray(a))
+  elsewhere = jaxon.device_put(a, jaxon.devices()[1])
+  got = jnp.var(elsewhere)
+  assert got.devices() == {jaxon.devices()[1]}
+  np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_a_composed_function_runs_its_config_checks(monkeypatch):
+  prim = jaxon.lax.reduce_sum_p
+  original, checks = prim.config_check, []
+
+  def check(*avals, **params):
+    checks.append(avals)
+    original(*avals, **params)
+  monkeypatch.setattr(prim, "config_check", check)
+  x = jnp.asarray(np.ones((2, 3), np.float32))
+  for _ in range(eager_plans._COMPOSE_AFTER + 1):
+    jnp.mean(x)
+  runs = _one_by_one_runs(monkeypatch)
+  before = len(checks)
+  assert float(jnp.mean(x)) == 1.0
+  assert runs == [] and len(checks) == before + 1

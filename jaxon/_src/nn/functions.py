@@ -27,6 +27,7 @@ from jaxon._src.numpy import reductions, shape, ufuncs
 from jaxon._src.numpy.einsum import einsum
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
 from jaxon._src.scipy.special import logsumexp as logsumexp
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 Axis = int | Sequence[int] | None
 
@@ -235,6 +236,7 @@ def _shifted(name: str, x: Any, axis: Axis, where: Any) -> tuple[Any, Axis]:
   return ufuncs.subtract(x, stop_gradient(x_max)), axes
 
 
+@memoize_eager_operations
 def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
   """exp(x) / sum(exp(x)) over `axis`, computed after subtracting the maximum (no
   overflow). With `where`, masked-out entries are 0 and do not count.
@@ -249,6 +251,7 @@ def softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
   return out
 
 
+@memoize_eager_operations
 def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
   """x - log(sum(exp(x))) over `axis`, stable for large |x| in value and gradient. With
   `where`, masked-out entries are -inf."""

@@ -29,6 +29,7 @@ from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.lax.dot_general import PrecisionLike
 from jaxon._src.numpy import (creation, lax_numpy, linear, products, reductions, searching,
                               shape, ufuncs, util)
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
 class EighResult(NamedTuple):
@@ -699,6 +700,7 @@ def tensordot(x1: Any, x2: Any, /, *, axes: int | Sequence[Any] = 2,
 
 # ----------------------------------------------------------------------------- norms
 
+@memoize_eager_operations
 def norm(x: Any, ord: Any = None, axis: int | tuple[int, ...] | None = None,
          keepdims: bool = False) -> Any:
   """Vector or matrix norms, as NumPy's `norm`.

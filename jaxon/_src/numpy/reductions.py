@@ -225,24 +225,28 @@ amax = max
 amin = min
 
 
+@memoize_eager_operations
 def all(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: Any = None) -> Any:
   """Whether every element over `axis` is true (nonzero; NaN counts as true)."""
   return _reduce(_ALL, a, axis, None, out, keepdims, None, where)
 
 
+@memoize_eager_operations
 def any(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False, *,
         where: Any = None) -> Any:
   """Whether any element over `axis` is true (nonzero; NaN counts as true)."""
   return _reduce(_ANY, a, axis, None, out, keepdims, None, where)
 
 
+@memoize_eager_operations
 def ptp(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
   """Range (maximum minus minimum) over `axis`."""
   _check_out("ptp", out)
   return lax.sub(max(a, axis, keepdims=keepdims), min(a, axis, keepdims=keepdims))
 
 
+@memoize_eager_operations
 def count_nonzero(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
   """Number of nonzero (true) elements over `axis`, as the default integer type."""
   util.check_arraylike("jnp.count_nonzero", a)
@@ -252,6 +256,7 @@ def count_nonzero(a: Any, axis: Axis = None, keepdims: bool = False) -> Any:
 
 # ----------------------------------------------------------------------------- argmax, argmin
 
+@memoize_eager_operations
 def argmax(a: Any, axis: int | None = None, out: None = None, keepdims: bool | None = None
            ) -> Any:
   """Index of the maximum along `axis` (into the flattened array if None); the first of
@@ -259,6 +264,7 @@ def argmax(a: Any, axis: int | None = None, out: None = None, keepdims: bool | N
   return _arg_reduce("argmax", reductions.argmax, a, axis, out, keepdims)
 
 
+@memoize_eager_operations
 def argmin(a: Any, axis: int | None = None, out: None = None, keepdims: bool | None = None
            ) -> Any:
   """Index of the minimum along `axis` (into the flattened array if None); the first of
@@ -347,6 +353,7 @@ def _abs2(x: Any) -> Any:
   return lax.mul(x, x)
 
 
+@memoize_eager_operations
 def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: int | float | None = None
         ) -> Any:
@@ -356,6 +363,7 @@ def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
                    where, ignore_nan=False)
 
 
+@memoize_eager_operations
 def std(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
         keepdims: bool = False, *, where: Any = None, correction: int | float | None = None
         ) -> Any:

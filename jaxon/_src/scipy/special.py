@@ -24,6 +24,7 @@ from jaxon._src.lax import special as lax_special
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import reductions, shape, ufuncs
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 _LOG_2PI = math.log(2 * math.pi)
 
@@ -389,6 +390,7 @@ def logit(x: Any) -> Any:
 
 # ----------------------------------------------------------------------------- logsumexp
 
+@memoize_eager_operations
 def logsumexp(a: Any, axis: int | Sequence[int] | None = None, b: Any = None,
               keepdims: bool = False, return_sign: bool = False, where: Any = None) -> Any:
   """log(sum(b * exp(a))) over `axis`, computed without overflow.
@@ -437,6 +439,7 @@ def logsumexp(a: Any, axis: int | Sequence[int] | None = None, b: Any = None,
   return out
 
 
+@memoize_eager_operations
 def softmax(x: Any, axis: int | Sequence[int] | None = None) -> Any:
   """exp(x) / sum(exp(x)) over `axis` (default: all).
 
@@ -444,6 +447,7 @@ def softmax(x: Any, axis: int | Sequence[int] | None = None) -> Any:
   return ufuncs.exp(log_softmax(x, axis))
 
 
+@memoize_eager_operations
 def log_softmax(x: Any, axis: int | Sequence[int] | None = None) -> Any:
   """x - logsumexp(x) over `axis` (default: all).
 

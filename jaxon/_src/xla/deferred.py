@@ -164,6 +164,8 @@ class _PlacedOperand(Exception):
 
 
 _aval_of = operator.attrgetter("aval")
+_pending_of = operator.attrgetter("_pending")
+_sharding_of = operator.attrgetter("_sharding")
 _buffer_of = operator.attrgetter("_buf")
 _signatures: dict[tuple, _Signature] = {}
 _last_signature: dict[core.Primitive, _Signature] = {}
@@ -232,6 +234,56 @@ def apply_signature(sig: _Signature, args: Sequence[Array]) -> Any:
   if len(batch.prefixes) >= MAX_BATCH:
     _end_window(batch)
   return outs
+
+
+class Composite:
+  """Several operations of known signatures compiled as one program, as a batch of them
+  is (fenced: it computes what they compute one by one), returning one result: how
+  `eager_plans.py` runs a `jnp` function of several primitives with one executable call,
+  as JAX runs its jitted `jnp` functions."""
+
+  __slots__ = ("execute", "handlers", "out_aval", "checked")
+
+  def __init__(self, leaf_avals: Sequence[core.ShapedArray],
+               steps: Sequence[tuple[_Signature, tuple]], returned: tuple[int, int]):
+    """`steps`: each operation's signature and operands, as a batch records them (an int
+    for a leaf, (operation, output) for an earlier result)."""
+    nodes = [(sig, refs, ()) for sig, refs in steps]
+    exe = executable.Executable(_batch_jaxpr(leaf_avals, nodes, [returned]), [], "eager",
+                                eager=True)
+    self.execute, self.handlers = exe.loaded.execute_sharded, exe._handlers
+    self.out_aval = steps[returned[0]][0].out_avals[returned[1]]
+    # Operations whose `config_check` runs on each application, as it does one by one.
+    self.checked = tuple(sig for sig, _ in steps if sig.prim.config_check is not None)
+
+  @staticmethod
+  def can_compose(sig: _Signature) -> bool:
+    """Whether an operation may be part of a composite: one result, no effects, no jaxpr
+    (those run alone, compiled as under `jit`), no float0."""
+    return (not sig.runs_alone and not sig.prim.multiple_results
+            and sig.out_avals[0].dtype != dtypes.float0)
+
+
+def apply_composite(composite: Composite, leaves: Sequence[Array]) -> Array | None:
+  """Runs `composite` on `leaves` at once, as an operation that runs alone (outside the
+  windows that decide what is batched). None, for the caller to apply the operations one
+  by one, where an operand is pending (they then join the batch computing it), lives
+  elsewhere than on the default device (they run where it is), or the call fails (each
+  operation says what went wrong)."""
+  if ALWAYS_DEFER or any(map(_pending_of, leaves)):  # `map`s: no Python loop
+    return None
+  bufs = list(map(_buffer_of, leaves))
+  if any(map(functools.partial(operator.is_not, client.default_sharding()),
+             map(_sharding_of, bufs))):
+    return None
+  for sig in composite.checked:
+    sig.prim.config_check(*sig.in_avals, **sig.params)
+  try:
+    buf, = composite.execute([*bufs, _negative_zero()._buf]
+                             ).consume_with_handlers(composite.handlers)
+  except _jax.JaxRuntimeError:
+    return None
+  return Array(composite.out_aval, buf)
 
 
 def _run_now(sig: _Signature, args: Sequence[Array]) -> Any:
@@ -339,10 +391,10 @@ def signature_replay(prim: core.Primitive, operands: Sequence[Any], params: dict
       or any(type(x) is not Array for x in operands)):
     return None
   sig = _signature(prim, tuple(map(_aval_of, operands)), params)
-  return (apply_signature if prim.config_check is None else _apply_checked_signature), sig
+  return (apply_signature if prim.config_check is None else apply_checked_signature), sig
 
 
-def _apply_checked_signature(sig: _Signature, args: Sequence[Array]) -> Any:
+def apply_checked_signature(sig: _Signature, args: Sequence[Array]) -> Any:
   sig.prim.config_check(*sig.in_avals, **sig.params)
   return apply_signature(sig, args)
 
@@ -505,7 +557,9 @@ def _fuse_if_repeated(key: tuple, batch: _Batch, live: list) -> executable.Execu
       if batch.recording:
         _missed(batch)
       return None
-  exe = executable.Executable(_batch_jaxpr(batch, live), [], "eager", eager=True)
+  jaxpr = _batch_jaxpr([x.aval for x in batch.leaves], batch.nodes,
+                       [(pos, i) for pos, i, _ in live])
+  exe = executable.Executable(jaxpr, [], "eager", eager=True)
   with _cache_lock:
     _fused[key] = exe
     if len(_fused) > _MAX_FUSED:
@@ -578,14 +632,17 @@ def _negative_zero() -> Array:
   return array_mod.device_put_numpy(np.array(-0.0, np.float32))
 
 
-def _batch_jaxpr(batch: _Batch, live: list) -> Jaxpr:
-  """The batch as one program: its leaves, then -0.0 for the fences, are its arguments."""
-  invars = [Var(x.aval) for x in batch.leaves]
+def _batch_jaxpr(leaf_avals: Sequence[core.ShapedArray], nodes: Sequence[tuple],
+                 outputs: Sequence[tuple[int, int]]) -> Jaxpr:
+  """Recorded operations (`nodes`, as a batch holds them) as one program that returns the
+  results at `outputs` ((operation, output) pairs): the leaves, then -0.0 for the fences,
+  are its arguments."""
+  invars = [Var(a) for a in leaf_avals]
   negative_zero = Var(_NEGATIVE_ZERO_AVAL)
-  read_later = {r for _, refs, _ in batch.nodes for r in refs if type(r) is not int}
+  read_later = {r for _, refs, _ in nodes for r in refs if type(r) is not int}
   results: list[list[Var]] = []
   eqns = []
-  for pos, (sig, refs, _) in enumerate(batch.nodes):
+  for pos, (sig, refs, _) in enumerate(nodes):
     ins = [invars[r] if type(r) is int else results[r[0]][r[1]] for r in refs]
     outs = [Var(a) for a in sig.out_avals]
     eqns.append(JaxprEqn(ins, outs, sig.prim, sig.params))
@@ -595,7 +652,7 @@ def _batch_jaxpr(batch: _Batch, live: list) -> Jaxpr:
         readable[i] = Var(aval)
         eqns.append(JaxprEqn([outs[i], negative_zero], [readable[i]], _fence_p, {}))
     results.append(readable)
-  return Jaxpr([], invars + [negative_zero], [results[pos][i] for pos, i, _ in live], eqns)
+  return Jaxpr([], invars + [negative_zero], [results[pos][i] for pos, i in outputs], eqns)
 
 
 def _run_one_by_one(batch: _Batch, live: list) -> None:

@@ -13,7 +13,11 @@ parameters and where each operand came from (an argument, a constant the functio
 such as the scalar's device copy, or an earlier primitive's result). Later calls of that
 kind apply the primitives directly, in order (each with its eager signature, found once,
 where it runs through `deferred.apply_primitive`), so eager batching (`deferred.py`) sees
-the same operations as before.
+the same operations as before. A plan of several primitives (`mean`, `var`, `softmax`)
+that comes again is compiled into one program, fenced as a batch is so that it computes
+what the primitives compute one by one, and runs as one executable call, as JAX runs its
+jitted `jnp` functions (`_Steps`). A primitive that is the identity when evaluated
+(`stop_gradient`) is left out of a plan.
 
 A plan is only right for functions whose primitives and constants follow from the kind
 alone: functions that never read their operands' values (`power` looks at its exponent's
@@ -21,8 +25,10 @@ type, which the kind holds, as it holds a scalar's value; `where` of one argumen
 `nonzero`, whose result's shape depends on the values, and is not wrapped). The wrapped
 functions are chosen by hand: `jnp`'s elementwise arithmetic, comparisons and math
 functions (those of the `_ufunc` table, `isnan`/`isinf`/`isfinite`, `deg2rad` and its
-kin, `logaddexp`/`logaddexp2`, …), `where` of three arguments, `sum`, `prod`, `max`,
-`min`, `mean`, `matmul` (`@`) and `dot`. Keyword arguments are part of the kind when they
+kin, `logaddexp`/`logaddexp2`, …), `where` of three arguments, the reductions (`sum`,
+`prod`, `max`, `min`, `all`, `any`, `ptp`, `count_nonzero`, `argmax`, `argmin`, `mean`,
+`var`, `std`), `matmul` (`@`), `dot`, `linalg.norm`, `logsumexp` and the softmaxes of
+`nn` and `scipy.special`. Keyword arguments are part of the kind when they
 are None, bools, ints or tuples of ints (`axis=0`, `keepdims=True`). A call of any other
 kind (a tracer, a NumPy array, a NaN, whose sign and payload the key would lose, a keyword
 of another type) runs the function, as does every call while `jax_debug_nans` or
@@ -41,11 +47,11 @@ from typing import Any
 from jaxon._src import caches, core
 from jaxon._src.config import values as config_values
 from jaxon._src.core import EvalTrace
-from jaxon._src.xla import deferred
+from jaxon._src.xla import deferred, executable
 from jaxon._src.xla.array import Array
 
 _MAX_PLANS = 512  # per function: a key holds a scalar's value, and code may vary it
-_MAX_STEPS = 16  # primitives in a plan: the wrapped functions apply a few
+_MAX_STEPS = 32  # primitives in a plan: the wrapped functions apply a few (logsumexp 21)
 _NO_PLAN = False  # a kind whose call makes no plan (see `_plan`): run the function
 _plan_tables: list[dict] = []
 _record_lock = threading.Lock()
@@ -153,9 +159,11 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
   sources = {id(x): ("arg", i) for i, x in enumerate(args)}
   consts: list[Any] = []
   steps = []
-  for k, (prim, operands, params, result) in enumerate(observed):
+  for prim, operands, params, result in observed:
     if prim.multiple_results or prim.bind_hook is not None:
       return _NO_PLAN
+    if any(result is x for x in operands):
+      continue  # an identity when evaluated (`stop_gradient`): its operand stands for it
     refs = []
     for x in operands:
       ref = sources.get(id(x))
@@ -163,10 +171,11 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
         if isinstance(x, core.Tracer):
           return _NO_PLAN
         ref = sources[id(x)] = ("const", len(consts))
-        consts.append(x)
+        consts.append(x if type(x) is Array else executable.as_array(x))
       refs.append(ref)
-    steps.append((_applier(prim, operands, params), refs))
-    sources[id(result)] = ("result", k)
+    steps.append((_applier(prim, [v if ref[0] != "const" else consts[ref[1]]
+                                  for v, ref in zip(operands, refs)], params), refs))
+    sources[id(result)] = ("result", len(steps) - 1)
   returned = sources.get(id(out))
   if returned is None or returned[0] != "result":
     return _NO_PLAN
@@ -174,9 +183,9 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
   def position(ref: tuple[str, int]) -> int:
     return start[ref[0]] + ref[1]
   if len(steps) > 1:
-    program = (tuple((apply, operation, tuple(map(position, refs)))
-                     for (apply, operation), refs in steps),
-               tuple(consts), position(returned))
+    program = _Steps(tuple((apply, operation, tuple(map(position, refs)))
+                           for (apply, operation), refs in steps),
+                     tuple(consts), position(returned))
     return config_values.trace_context, _replay_steps, program, None, ()
   # One primitive, the usual case, replays without `_replay_steps`'s list of values: that
   # list cost eager code 0.3-0.4 µs an operation (2-core machine, 200-operation chains).
@@ -197,12 +206,53 @@ def _applier(prim: core.Primitive, operands: tuple, params: dict) -> tuple[Calla
   return replay if replay is not None else (_apply_impl, (prim, params))
 
 
-def _replay_steps(program: tuple, args: tuple) -> Any:
-  steps, consts, returned = program
-  values = [*args, *consts]
-  for apply, operation, positions in steps:
+class _Steps:
+  """A plan of several primitives: (`apply`, `operation`, operand positions) for each, the
+  constants, the position of the returned value. From its `_COMPOSE_AFTER`th replay on,
+  the primitives run as one compiled program where they run at once (`composite`); until
+  then, and where none can be made, one by one. Compiling costs as much as a few thousand
+  eager operations, so only a kind that comes again gets one."""
+
+  __slots__ = ("steps", "consts", "returned", "replays", "composite")
+
+  def __init__(self, steps: tuple, consts: tuple, returned: int):
+    self.steps, self.consts, self.returned = steps, consts, returned
+    self.replays = 0
+    self.composite: deferred.Composite | None = None
+
+  def compose(self, args: tuple) -> None:
+    """Makes the composite, if every step is an operation with a signature that may join
+    one."""
+    if not all(apply in _SIGNATURE_APPLIERS and deferred.Composite.can_compose(sig)
+               for apply, sig, _ in self.steps):
+      return
+    leaves = len(args) + len(self.consts)
+    def ref(p: int) -> int | tuple[int, int]:
+      return p if p < leaves else (p - leaves, 0)
+    self.composite = deferred.Composite(
+        [x.aval for x in (*args, *self.consts)],
+        [(sig, tuple(map(ref, positions))) for _, sig, positions in self.steps],
+        ref(self.returned))
+
+
+_COMPOSE_AFTER = 2
+_SIGNATURE_APPLIERS = (deferred.apply_signature, deferred.apply_checked_signature)
+
+
+def _replay_steps(program: _Steps, args: tuple) -> Any:
+  composite = program.composite
+  if composite is not None:
+    out = deferred.apply_composite(composite, (*args, *program.consts))
+    if out is not None:
+      return out
+  elif program.replays < _COMPOSE_AFTER:
+    program.replays += 1
+    if program.replays == _COMPOSE_AFTER:
+      program.compose(args)
+  values = [*args, *program.consts]
+  for apply, operation, positions in program.steps:
     values.append(apply(operation, [values[p] for p in positions]))
-  return values[returned]
+  return values[program.returned]
 
 
 def _apply_impl(operation: tuple, operands: tuple) -> Any:
