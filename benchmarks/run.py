@@ -48,6 +48,7 @@ class Framework:
   lax: ModuleType
   make_jaxpr: Callable
   random: ModuleType
+  nn: ModuleType
 
 
 class Unsupported(Exception):
@@ -166,6 +167,28 @@ def eager_ops_unrepeated(fw: Framework) -> Callable[[], Any]:
       x = ops[i](x)
       x = x * 1.0001
     return fw.block_until_ready(x)
+  return run
+
+
+EAGER_CALLS = 10
+
+
+@workload("eager_library_calls", unit="call", units_per_run=7 * EAGER_CALLS, warmup=5)
+def eager_library_calls(fw: Framework) -> Callable[[], Any]:
+  """Eager `jnp`/`nn` functions of several primitives on a float32[8, 8] (mean, var, std,
+  argmax, linalg.norm, nn.softmax, nn.logsumexp), each result waited for: JAX runs each as
+  one jitted program; jaxon replays its primitives as one compiled program
+  (`xla/eager_plans.py`)."""
+  x = fw.device_put(np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32))
+  jnp, nn = fw.jnp, fw.nn
+  calls = [jnp.mean, jnp.var, jnp.std, jnp.argmax, jnp.linalg.norm,
+           lambda a: nn.softmax(a, axis=-1), nn.logsumexp]
+
+  def run() -> Any:
+    results = []
+    for _ in range(EAGER_CALLS):
+      results = [fw.block_until_ready(call(x)) for call in calls]
+    return results
   return run
 
 
@@ -580,15 +603,18 @@ def pmap_psum_1mb(fw: Framework) -> Callable[[], Any]:
 def load_frameworks(with_jax: bool) -> list[Framework]:
   import jaxon
   import jaxon.lax
+  import jaxon.nn
   import jaxon.numpy
   import jaxon.random
   frameworks = [Framework("jaxon", jaxon.jit, jaxon.numpy, jaxon.device_put,
                           jaxon.block_until_ready, jaxon.tree_leaves, jaxon.grad, jaxon.vmap,
-                          jaxon.hessian, jaxon.lax, jaxon.make_jaxpr, jaxon.random)]
+                          jaxon.hessian, jaxon.lax, jaxon.make_jaxpr, jaxon.random,
+                          jaxon.nn)]
   if with_jax:
     try:
       import jax
       import jax.lax
+      import jax.nn
       import jax.numpy
       import jax.random
     except ImportError:
@@ -598,7 +624,7 @@ def load_frameworks(with_jax: bool) -> list[Framework]:
       frameworks.append(Framework("jax", jax.jit, jax.numpy, jax.device_put,
                                   jax.block_until_ready, jax.tree_util.tree_leaves, jax.grad,
                                   jax.vmap, jax.hessian, jax.lax, jax.make_jaxpr,
-                                  jax.random))
+                                  jax.random, jax.nn))
   return frameworks
 
 
