@@ -64,14 +64,37 @@ def test_float_zeros_keep_their_signs_and_nans_are_not_keyed():
   assert len(runs) == 2 + 2  # 0.0 and -0.0 once each; NaN runs in full every time
 
 
-def test_an_argument_passed_twice_keeps_no_plan_for_its_kind():
+def test_an_argument_passed_twice_is_a_kind_of_its_own():
   mul, runs = _counting(lambda a, b: jnp.multiply(a, b))
   x, y = jnp.asarray(X), jnp.asarray(Y)
   np.testing.assert_array_equal(np.asarray(mul(x, x)), X * X)
   np.testing.assert_array_equal(np.asarray(mul(x, y)), X * Y)  # not x * x replayed
   np.testing.assert_array_equal(np.asarray(mul(y, y)), Y * Y)
   np.testing.assert_array_equal(np.asarray(mul(y, x)), Y * X)
-  assert len(runs) == 2  # x * y kept a plan, which y * y and y * x replay
+  assert len(runs) == 2  # x * x and x * y kept plans, which y * y and y * x replay
+  add3, runs3 = _counting(lambda a, b, c: jnp.add(jnp.multiply(a, b), c))
+  for a, b, c in [(x, y, x), (x, x, y), (y, x, y), (y, y, x), (x, y, y)]:
+    want = np.asarray(a) * np.asarray(b) + np.asarray(c)
+    np.testing.assert_array_equal(np.asarray(add3(a, b, c)), want)
+  assert len(runs3) == 3  # (x, y, x) replayed by (y, x, y); (x, x, y) by (y, y, x)
+
+
+def test_a_call_that_reads_an_arguments_value_keeps_no_plan():
+  """The kind holds avals, not values: a call whose primitives follow from a value read
+  from an argument, or from a result computed from one, runs in full every time."""
+  scale, runs = _counting(lambda a, n: jnp.multiply(a, int(n)))
+  by_sum, runs_sum = _counting(lambda a: jnp.multiply(a, float(jnp.sum(a))))
+  x = jnp.asarray(X)
+  for n in (2, 3, 4):
+    np.testing.assert_array_equal(np.asarray(scale(x, jnp.asarray(n))), X * n)
+    shifted = X + n
+    np.testing.assert_allclose(np.asarray(by_sum(jnp.asarray(shifted))),
+                               shifted * shifted.sum(), rtol=1e-6)
+  assert len(runs) == len(runs_sum) == 3
+  total, runs_total = _counting(lambda a: jnp.add(a, jnp.zeros(3).sum()))  # reads its own
+  for _ in range(3):  # constant (`zeros` copies a scalar's value): still planned
+    np.testing.assert_array_equal(np.asarray(total(x)), X)
+  assert len(runs_total) == 1
 
 
 def test_operands_in_another_order_than_the_arguments():

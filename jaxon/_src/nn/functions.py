@@ -77,12 +77,14 @@ relu6.defjvps(lambda g, ans, x: _pass_tangent_where(
     ufuncs.logical_and(ufuncs.greater(x, 0), ufuncs.less(x, 6)), g))
 
 
+@memoize_eager_operations
 def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
   """x for x >= 0, negative_slope * x below."""
   x = _inexact("leaky_relu", x)
   return ufuncs.where(lax.ge(x, _zeros(x)), x, ufuncs.multiply(negative_slope, x))
 
 
+@memoize_eager_operations
 def elu(x: Any, alpha: Any = 1.0) -> Any:
   """Exponential linear unit: x for x > 0, alpha (exp(x) - 1) below."""
   x = _inexact("elu", x)
@@ -91,6 +93,7 @@ def elu(x: Any, alpha: Any = 1.0) -> Any:
   return ufuncs.where(positive, x, ufuncs.multiply(alpha, lax.expm1(safe_x)))
 
 
+@memoize_eager_operations
 def celu(x: Any, alpha: Any = 1.0) -> Any:
   """Continuously differentiable ELU: max(x, 0) + alpha (exp(min(x, 0) / alpha) - 1)."""
   x = _inexact("celu", x)
@@ -102,6 +105,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
+@memoize_eager_operations
 def selu(x: Any) -> Any:
   """Scaled ELU with the self-normalizing constants of Klambauer et al. (2017)."""
   return ufuncs.multiply(_SELU_SCALE, elu(x, _SELU_ALPHA))
@@ -121,16 +125,19 @@ def gelu(x: Any, approximate: bool = True) -> Any:
 
 # ----------------------------------------------------------------------------- sigmoids
 
+@memoize_eager_operations
 def sigmoid(x: Any) -> Any:
   """The logistic function 1 / (1 + exp(-x))."""
   return lax.logistic(_inexact("sigmoid", x))
 
 
+@memoize_eager_operations
 def log_sigmoid(x: Any) -> Any:
   """log(sigmoid(x)) = -softplus(-x), accurate for large |x|."""
   return ufuncs.negative(softplus(ufuncs.negative(_inexact("log_sigmoid", x))))
 
 
+@memoize_eager_operations
 def softplus(x: Any) -> Any:
   """log(1 + exp(x)), without overflow."""
   return ufuncs.logaddexp(_inexact("softplus", x), 0.0)
@@ -162,6 +169,7 @@ def soft_sign(x: Any) -> Any:
   return lax.div(x, lax.add(lax.abs(x), np.array(1, x.dtype)))
 
 
+@memoize_eager_operations
 def silu(x: Any) -> Any:
   """Sigmoid linear unit (swish), x * sigmoid(x)."""
   x = _inexact("silu", x)
@@ -171,6 +179,7 @@ def silu(x: Any) -> Any:
 swish = silu
 
 
+@memoize_eager_operations
 def hard_tanh(x: Any) -> Any:
   """-1 below -1, 1 above 1, x in between."""
   x = _inexact("hard_tanh", x)
@@ -210,6 +219,7 @@ def tanh(x: Any) -> Any:
   return ufuncs.tanh(x)
 
 
+@memoize_eager_operations
 def glu(x: Any, axis: int = -1) -> Any:
   """Gated linear unit: the first half of `x` along `axis` times the sigmoid of the
   second half (the axis must have even size)."""
@@ -263,6 +273,7 @@ def log_softmax(x: Any, axis: Axis = -1, where: Any = None) -> Any:
   return out
 
 
+@memoize_eager_operations
 def logmeanexp(x: Any, axis: Axis = None, where: Any = None, keepdims: bool = False) -> Any:
   """log(mean(exp(x))) over `axis`, without overflow: `logsumexp` minus the log of the
   number of entries averaged (those `where` selects, if given).
@@ -298,6 +309,7 @@ log1mexp.defjvps(lambda g, ans, x: ufuncs.divide(g, ufuncs.expm1(x)))
 
 # ----------------------------------------------------------------------------- encodings
 
+@memoize_eager_operations
 def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
   """One-hot encoding: a new axis of size `num_classes` at `axis`, 1 where its index
   equals the value of `x` and 0 elsewhere (all 0 for values outside [0, num_classes)).
@@ -316,6 +328,7 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
   return lax.convert_element_type(ufuncs.equal(labels, classes), dtype)
 
 
+@memoize_eager_operations
 def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
                 epsilon: Any = 1e-5, where: Any = None) -> Any:
   """(x - mean) / sqrt(variance + epsilon) over `axis`; the mean and the variance

@@ -21,6 +21,7 @@ from jaxon._src.lax import lax, shape_ops, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import lax_numpy, reductions, searching, ufuncs, util
 from jaxon._src.numpy import shape as jnp_shape
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
 def _concrete_int(fun_name: str, what: str, value: Any) -> int:
@@ -95,6 +96,7 @@ def _integer_range(start: int, stop: int, step: int, dtype: np.dtype) -> Any:
   return out
 
 
+@memoize_eager_operations
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
              retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
   """`num` evenly spaced values from `start` to `stop` (included if `endpoint`).
@@ -253,6 +255,7 @@ def _matrix_mask(fun_name: str, m: Any, k: Any, upper: bool) -> Any:
   return ufuncs.where(keep, m, lax.full_like(m, 0))
 
 
+@memoize_eager_operations
 def tril(m: Any, k: Any = 0) -> Any:
   """`m` with the elements above diagonal `k` of its last two axes set to zero.
 
@@ -261,11 +264,13 @@ def tril(m: Any, k: Any = 0) -> Any:
   return _matrix_mask("tril", m, k, upper=False)
 
 
+@memoize_eager_operations
 def triu(m: Any, k: Any = 0) -> Any:
   """`m` with the elements below diagonal `k` of its last two axes set to zero."""
   return _matrix_mask("triu", m, k, upper=True)
 
 
+@memoize_eager_operations
 def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
   """Diagonal `offset` of the matrices spanned by `axis1` and `axis2`; those axes are
   removed and the diagonal becomes the last axis.
@@ -298,6 +303,7 @@ def diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
                               axis=-1)
 
 
+@memoize_eager_operations
 def diag(v: Any, k: int = 0) -> Any:
   """The diagonal `k` of a matrix `v`, or the square matrix with vector `v` on its
   diagonal `k` (zeros elsewhere).
@@ -465,6 +471,7 @@ def mask_indices(n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *,
 
 # ----------------------------------------------------------------------------- trace
 
+@memoize_eager_operations
 def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
           out: None = None) -> Any:
   """The sum along diagonal `offset` of the matrices spanned by `axis1` and `axis2`.

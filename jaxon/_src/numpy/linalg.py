@@ -650,6 +650,7 @@ def matrix_rank(M: Any, rtol: Any = None, *, tol: Any = None, hermitian: bool = 
   return reductions.count_nonzero(ufuncs.greater(s, tol[..., None]), axis=-1)
 
 
+@memoize_eager_operations
 def outer(x1: Any, x2: Any, /) -> Any:
   """The outer product of two vectors."""
   util.check_arraylike("jnp.linalg.outer", x1, x2)
@@ -659,6 +660,7 @@ def outer(x1: Any, x2: Any, /) -> Any:
   return linear.outer(x1, x2)
 
 
+@memoize_eager_operations
 def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
   """The cross product of 3-vectors along `axis` (other axes broadcast)."""
   x1, x2 = (lax_numpy.asarray(x) for x in util.promote_args("jnp.linalg.cross", x1, x2))
@@ -672,11 +674,13 @@ def cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
   return shape.moveaxis(out, -1, axis)
 
 
+@memoize_eager_operations
 def trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
   """The sums along diagonal `offset` of the matrices in the last two axes."""
   return creation.trace(x, offset, axis1=-2, axis2=-1, dtype=dtype)
 
 
+@memoize_eager_operations
 def diagonal(x: Any, /, *, offset: int = 0) -> Any:
   """Diagonal `offset` of the matrices in the last two axes."""
   return creation.diagonal(x, offset, axis1=-2, axis2=-1)

@@ -60,6 +60,7 @@ def dot(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
   return _contract(a, b, contract, ((), ()), precision, preferred_element_type)
 
 
+@memoize_eager_operations
 def vdot(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
          preferred_element_type: Any = None) -> Any:
   """The dot product of `a` and `b` flattened, conjugating `a` when it is complex.
@@ -76,6 +77,7 @@ def vdot(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
              preferred_element_type=preferred_element_type)
 
 
+@memoize_eager_operations
 def inner(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
           preferred_element_type: Any = None) -> Any:
   """Contracts the last axes of `a` and `b` (a scalar operand multiplies); the result has
@@ -87,6 +89,7 @@ def inner(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
   return _contract(a, b, contract, ((), ()), precision, preferred_element_type)
 
 
+@memoize_eager_operations
 def outer(a: Any, b: Any, out: None = None) -> Any:
   """`outer(a, b)[i, j] = a.ravel()[i] * b.ravel()[j]`."""
   if out is not None:
@@ -210,6 +213,7 @@ def _after_squeeze(dims: Sequence[int], squeezed: Sequence[int]) -> tuple[int, .
   return tuple(d - sum(s < d for s in squeezed) for d in dims)
 
 
+@memoize_eager_operations
 def kron(a: Any, b: Any) -> Any:
   """The Kronecker product: block `(i, j, …)` of the result is `a[i, j, …] * b` (the
   operands are first given equal ranks by leading size-1 axes)."""

@@ -23,6 +23,7 @@ from jaxon._src.lax import convolution, lax, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import creation, lax_numpy, reductions, searching, sorting, ufuncs, util
 from jaxon._src.numpy import shape as jnp_shape
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
 def _asarray(fun_name: str, x: Any) -> Any:
@@ -48,6 +49,7 @@ def _concrete_int(fun_name: str, what: str, value: Any) -> int:
 
 # ----------------------------------------------------------------------------- comparisons
 
+@memoize_eager_operations
 def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False
             ) -> Any:
   """Elementwise `|a - b| <= atol + rtol * |b|` for finite values; infinities are close
@@ -66,6 +68,7 @@ def isclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: boo
   return close
 
 
+@memoize_eager_operations
 def allclose(a: Any, b: Any, rtol: Any = 1e-05, atol: Any = 1e-08, equal_nan: bool = False
              ) -> Any:
   """Whether `isclose` holds for every element (a boolean scalar array)."""
@@ -95,6 +98,7 @@ def array_equiv(a1: Any, a2: Any) -> Any:
 
 # ----------------------------------------------------------------------------- vectors
 
+@memoize_eager_operations
 def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> Any:
   """The cross product of (broadcast) vectors of length 2 or 3 along `axisa` of `a` and
@@ -500,6 +504,7 @@ def piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: 
 
 # ----------------------------------------------------------------------------- differences
 
+@memoize_eager_operations
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
   """The `n`-th discrete difference along `axis` (`a[1:] - a[:-1]`, repeated; "not equal"
   for booleans), after joining `prepend` and `append` (scalars are broadcast) to `a`.

@@ -396,6 +396,7 @@ def _variance(name: str, a: Any, axis: Axis, dtype: Any, out: Any, ddof: Any,
   return lax._convert_element_type(result, result_dtype)
 
 
+@memoize_eager_operations
 def average(a: Any, axis: Axis = None, weights: Any = None, returned: bool = False,
             keepdims: bool = False) -> Any:
   """Weighted mean over `axis`: sum(a * weights) / sum(weights).
@@ -441,6 +442,7 @@ def _broadcast_weights(shape: tuple[int, ...], weights: Any, axis: Axis,
 _QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+@memoize_eager_operations
 def quantile(a: Any, q: Any, axis: Axis = None, out: None = None,
              overwrite_input: bool = False, method: str = "linear", keepdims: bool = False, *,
              interpolation: None = None) -> Any:
@@ -453,6 +455,7 @@ def quantile(a: Any, q: Any, axis: Axis = None, out: None = None,
   return _quantile("quantile", a, q, axis, out, method, keepdims, interpolation)
 
 
+@memoize_eager_operations
 def percentile(a: Any, q: Any, axis: Axis = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
                *, interpolation: None = None) -> Any:
@@ -473,6 +476,7 @@ def _percent_to_fraction(name: str, q: Any) -> Any:
                                    dtypes.is_weakly_typed(q))
 
 
+@memoize_eager_operations
 def median(a: Any, axis: Axis = None, out: None = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
   """The median over `axis`: the middle sorted value, or the mean of the two middle ones."""
@@ -639,6 +643,7 @@ def _valid_mask(a: Any, where: Any) -> Any:
       lax._convert_element_type(where, np.bool_), np.shape(a)))
 
 
+@memoize_eager_operations
 def nansum(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
            keepdims: bool = False, initial: Any = None, where: Any = None) -> Any:
   """`sum` treating NaN as zero."""
@@ -653,6 +658,7 @@ def nanprod(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
   return prod(_replace_nan(a, 1), axis, dtype, out, keepdims, initial, where)
 
 
+@memoize_eager_operations
 def nanmax(a: Any, axis: Axis = None, out: None = None, keepdims: bool = False,
            initial: Any = None, where: Any = None) -> Any:
   """`max` ignoring NaN; NaN where every element is NaN (and no `initial` is given)."""
@@ -680,6 +686,7 @@ def _nan_extremum(reduce: Callable[..., Any], identity: Callable[[Any], Any], a:
   return _where(lax.bitwise_not(all_nan), result, np.nan)
 
 
+@memoize_eager_operations
 def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
             keepdims: bool = False, *, where: Any = None) -> Any:
   """`mean` of the elements that are not NaN (NaN if there are none)."""
@@ -739,12 +746,14 @@ def _nan_arg_reduce(name: str, arg_reduce: Callable[..., Any], identity: Callabl
 
 # ----------------------------------------------------------------------------- cumulative
 
+@memoize_eager_operations
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
   """Running sums along `axis` (of the flattened array if None); the input's dtype
   (bools count as the default integer), unlike `sum`, as in JAX."""
   return _cumulative("cumsum", reductions.cumsum, a, axis, dtype, out)
 
 
+@memoize_eager_operations
 def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
   """Running products along `axis` (of the flattened array if None); dtypes as `cumsum`'s."""
   return _cumulative("cumprod", reductions.cumprod, a, axis, dtype, out)

@@ -32,6 +32,7 @@ from jaxon._src.lax import sorting as lax_sorting
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import indexing, lax_numpy, reductions, shape, sorting, ufuncs, util
 from jaxon._src.xla.array import Array
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
 def _int_dtype() -> np.dtype:
@@ -647,6 +648,7 @@ def _index_mode(fun_name: str, indices: Any, n: int, mode: str | None) -> tuple[
                    "'wrap'.")
 
 
+@memoize_eager_operations
 def take(a: Any, indices: Any, axis: int | None = None, out: None = None,
          mode: str | None = None, unique_indices: bool = False,
          indices_are_sorted: bool = False, fill_value: Any = None) -> Any:

@@ -20,6 +20,7 @@ from jaxon._src.lax import lax, shape_ops, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import util
 from jaxon._src.xla.array import Array, device_put_numpy
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 Axis = int | Sequence[int] | None
 
@@ -120,6 +121,7 @@ def _reshape_in_order(a: Any, shape: tuple[int, ...], order: str) -> Any:
   raise ValueError(f"jnp.reshape: order must be 'C' or 'F', got {order!r}.")
 
 
+@memoize_eager_operations
 def ravel(a: Any, order: str = "C") -> Any:
   """The elements of `a` as a 1-D array (row-major for `order='C'`)."""
   a = _ensure_array("ravel", a)
@@ -156,6 +158,7 @@ def matrix_transpose(x: Any, /) -> Any:
   return swapaxes(x, -1, -2)
 
 
+@memoize_eager_operations
 def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
   """Interchanges two axes of `a`."""
   a = _ensure_array("swapaxes", a)
@@ -165,6 +168,7 @@ def swapaxes(a: Any, axis1: int, axis2: int) -> Any:
   return shape_ops.transpose(a, perm)
 
 
+@memoize_eager_operations
 def moveaxis(a: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
   """Moves axes `source` to positions `destination`; the other axes keep their order.
 
@@ -475,6 +479,7 @@ def dsplit(ary: Any, indices_or_sections: Any) -> list[Any]:
 
 # ----------------------------------------------------------------------------- flipping, rotating
 
+@memoize_eager_operations
 def flip(m: Any, axis: Axis = None) -> Any:
   """Reverses the order of elements along `axis` (all axes when None)."""
   m = _ensure_array("flip", m)
@@ -525,6 +530,7 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
   return shape_ops.rev(shape_ops.transpose(m, perm), (ax1,))
 
 
+@memoize_eager_operations
 def roll(a: Any, shift: int | Sequence[int], axis: Axis = None) -> Any:
   """Shifts elements along `axis` by `shift` positions, wrapping around (over the
   flattened array when `axis` is None). Shifts must be static.

@@ -15,6 +15,7 @@ from jaxon._src.lax import lax, shape_ops
 from jaxon._src.lax import sorting as lax_sorting
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import util
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
 def _array_and_axis(fun_name: str, a: Any, axis: int | None, kind: Any, order: Any
@@ -33,6 +34,7 @@ def _array_and_axis(fun_name: str, a: Any, axis: int | None, kind: Any, order: A
   return a, lax_utils.canonicalize_axis(axis, np.ndim(a))
 
 
+@memoize_eager_operations
 def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
          stable: bool = True, descending: bool = False) -> Any:
   """The elements of `a` sorted along `axis` (all of them, flattened, when `axis` is None).
@@ -44,6 +46,7 @@ def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
   return shape_ops.rev(out, (axis,)) if descending else out
 
 
+@memoize_eager_operations
 def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
             stable: bool = True, descending: bool = False) -> Any:
   """The indices that sort `a` along `axis` (of the flattened array when `axis` is None).

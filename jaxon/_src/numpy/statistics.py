@@ -17,6 +17,7 @@ from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import creation, lax_numpy, linear, misc, reductions, searching, ufuncs
 from jaxon._src.numpy import shape as jnp_shape
 from jaxon._src.numpy import util
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
 def _inexact_arrays(fun_name: str, *args: Any) -> list[Any]:
@@ -25,6 +26,7 @@ def _inexact_arrays(fun_name: str, *args: Any) -> list[Any]:
 
 # ----------------------------------------------------------------------------- cov, corrcoef
 
+@memoize_eager_operations
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False,
         ddof: int | None = None, fweights: Any = None, aweights: Any = None,
         dtype: Any = None) -> Any:
@@ -112,6 +114,7 @@ def _observation_weights(what: str, w: Any, n: int, dtype: np.dtype, integral: b
   return w.astype(dtype)
 
 
+@memoize_eager_operations
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
   """Pearson correlation coefficients: the covariance matrix (see `cov`) normalised by the
   standard deviations, clipped to [-1, 1].

@@ -424,6 +424,7 @@ def rint(x: Any, /) -> Any:
   return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+@memoize_eager_operations
 def round(a: Any, decimals: int = 0, out: None = None) -> Any:
   """Rounds to `decimals` decimal places, ties to even (NumPy's `round`).
 
@@ -606,6 +607,7 @@ def _check_real(name: str, *args: Any) -> None:
                     f"{', '.join(_dtype(x).name for x in args)}")
 
 
+@memoize_eager_operations
 def hypot(x1: Any, x2: Any, /) -> Any:
   """Elementwise sqrt(x1**2 + x2**2), without overflow or underflow in the squares."""
   x1, x2 = _promote_args_inexact("hypot", x1, x2)
@@ -689,6 +691,7 @@ logaddexp2 = _logaddexp("logaddexp2", lax.exp2, 1 / np.log(2),
                         "Elementwise log2(2**x1 + 2**x2), without overflow.")
 
 
+@memoize_eager_operations
 def sinc(x: Any, /) -> Any:
   """Elementwise normalized sinc, sin(pi x) / (pi x), with sinc(0) = 1.
 
@@ -717,6 +720,7 @@ def _sin_over_z_taylor_jvp(k: int, primals: tuple[Any], tangents: tuple[Any]
   return _sin_over_z_taylor(k, z), lax.mul(_sin_over_z_taylor(k + 1, z), t)
 
 
+@memoize_eager_operations
 def heaviside(x1: Any, x2: Any, /) -> Any:
   """Elementwise Heaviside step: 0 for x1 < 0, 1 for x1 > 0, x2 where x1 == 0, and NaN
   where x1 is NaN."""
@@ -766,6 +770,7 @@ def _select(condition: Any, x: Any, y: Any) -> Any:
   return lax.select_n(condition, y, x)
 
 
+@memoize_eager_operations
 def clip(arr: Any, /, min: Any = None, max: Any = None) -> Any:
   """Limits `arr` to [min, max] elementwise; either bound may be None (unbounded), and
   bounds broadcast against `arr`. NaNs propagate."""

@@ -7,6 +7,7 @@ installed by `jaxon.numpy`, the layer that defines them for tracers too.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -34,6 +35,15 @@ def _host_view(buf: _jax.ArrayImpl, aval: ShapedArray | None = None) -> np.ndarr
              or not buf._sharding._internal_device_list.is_fully_addressable)):
       return _layout.host_value(buf, aval)
     return buf._single_device_array_to_np_array_did_copy()[0]
+
+
+class _ValueReads(threading.local):
+  """The Arrays whose values (`Array._value`, the one way to the host data) the thread
+  reads while an eager plan is recorded (`eager_plans.py`); None at other times."""
+  arrays: list | None = None
+
+
+value_reads = _ValueReads()
 
 
 class _ArrayMeta(type):
@@ -106,6 +116,8 @@ class Array(metaclass=_ArrayMeta):
     """The host copy (a read-only zero-copy view on the CPU), fetched once. For an
     extended dtype (keys), the physical data: uint32 with the element shape appended. An
     Array spread over several devices is assembled from its blocks."""
+    if value_reads.arrays is not None:
+      value_reads.arrays.append(self)
     if self._npy is None:
       _sync_point()
       self._check_if_deleted()

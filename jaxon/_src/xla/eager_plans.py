@@ -20,15 +20,17 @@ jitted `jnp` functions (`_Steps`). A primitive that is the identity when evaluat
 (`stop_gradient`) is left out of a plan.
 
 A plan is only right for functions whose primitives and constants follow from the kind
-alone: functions that never read their operands' values (`power` looks at its exponent's
-type, which the kind holds, as it holds a scalar's value; `where` of one argument is
-`nonzero`, whose result's shape depends on the values, and is not wrapped). The wrapped
-functions are chosen by hand: `jnp`'s elementwise arithmetic, comparisons and math
-functions (those of the `_ufunc` table, `isnan`/`isinf`/`isfinite`, `deg2rad` and its
-kin, `logaddexp`/`logaddexp2`, …), `where` of three arguments, the reductions (`sum`,
-`prod`, `max`, `min`, `all`, `any`, `ptp`, `count_nonzero`, `argmax`, `argmin`, `mean`,
-`var`, `std`), `matmul` (`@`), `dot`, `linalg.norm`, `logsumexp` and the softmaxes of
-`nn` and `scipy.special`. Keyword arguments are part of the kind when they
+alone. A call that reads the value of an argument, or of a result computed from one
+(`Array._value`, where every host read goes; `int(n)` of a count given as an Array), keeps
+no plan; values read from constants the function made are fine. Not caught: state other
+than the trace-context flags. The wrapped functions are chosen by hand among those whose
+primitives follow from shapes, dtypes and plain parameters: `jnp`'s elementwise
+arithmetic, comparisons and math functions (those of the `_ufunc` table, `clip`,
+`isclose`, …), `where` of three arguments, the reductions and statistics (`sum` to `std`,
+`cumsum`, `average`, `cov`, …), products (`@`, `dot`, `outer`, `kron`, …), moves of axes
+and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), `linspace`, `linalg.norm`,
+`logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu` and `relu6`).
+Keyword arguments are part of the kind when they
 are None, bools, ints or tuples of ints (`axis=0`, `keepdims=True`). A call of any other
 kind (a tracer, a NumPy array, a NaN, whose sign and payload the key would lose, a keyword
 of another type) runs the function, as does every call while `jax_debug_nans` or
@@ -47,12 +49,14 @@ from typing import Any
 from jaxon._src import caches, core
 from jaxon._src.config import values as config_values
 from jaxon._src.core import EvalTrace
+from jaxon._src.xla import array as array_mod
 from jaxon._src.xla import deferred, executable
 from jaxon._src.xla.array import Array
 
 _MAX_PLANS = 512  # per function: a key holds a scalar's value, and code may vary it
 _MAX_STEPS = 32  # primitives in a plan: the wrapped functions apply a few (logsumexp 21)
 _NO_PLAN = False  # a kind whose call makes no plan (see `_plan`): run the function
+_SAME_AS_FIRST = ("same as", 0)
 _plan_tables: list[dict] = []
 _record_lock = threading.Lock()
 
@@ -88,10 +92,12 @@ def memoize_eager_operations(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _kind(args: tuple) -> Any:
-  """The dict key of a call: the aval of each Array argument, the value and type of each
-  Python int and float; None for a call of any other kind. (1 == 1.0, hence the type; an
-  aval equals neither, so no two kinds collide. A float zero is keyed by its text, which
-  tells 0.0 from -0.0; a NaN, whose sign and payload its text would lose, is not keyed.)"""
+  """The dict key of a call: the aval of each Array argument (or, for an Array passed
+  again, `("same as", its first position)`: `x * x` is not of `x * y`'s kind), the value
+  and type of each Python int and float; None for a call of any other kind. (1 == 1.0,
+  hence the type; an aval equals neither, so no two kinds collide. A float zero is keyed
+  by its text, which tells 0.0 from -0.0; a NaN, whose sign and payload its text would
+  lose, is not keyed.)"""
   if len(args) == 1:  # the common kinds first, without a loop
     x, = args
     return (x.aval,) if type(x) is Array else None
@@ -99,14 +105,16 @@ def _kind(args: tuple) -> Any:
     x, y = args
     if type(x) is Array:
       if type(y) is Array:
-        return x.aval, y.aval
+        return x.aval, (y.aval if y is not x else _SAME_AS_FIRST)
       if type(y) is int or type(y) is float and y and y == y:
         return x.aval, y, type(y)
-  key = []
-  for x in args:
+  key: list = []
+  first: dict[int, int] = {}
+  for i, x in enumerate(args):
     t = type(x)
     if t is Array:
-      key.append(x.aval)
+      j = first.setdefault(id(x), i)
+      key.append(x.aval if j == i else ("same as", j))
     elif t is int or t is float and x == x:
       key.append(x if x else repr(x))
       key.append(t)
@@ -129,21 +137,29 @@ def _with_keywords(key: tuple, kwargs: dict) -> tuple | None:
 def _record(plans: dict, key: Any, fn: Callable[..., Any], args: tuple,
             trace: EvalTrace) -> Any:
   """Runs `fn` watching its primitives, and keeps the plan they make (or `_NO_PLAN`). A
-  call that passes one Array twice (`x * x`) keeps nothing: its operands would not say
-  which argument each one is, and `x * y` has the same key."""
-  if len({id(x) for x in args}) != len(args):
-    return fn(*args)
+  call that read an argument's value, or a value computed from one (a count or an index
+  given as an Array), keeps none: the kind does not hold values."""
+  array_mod.value_reads.arrays = reads = []
   trace.observed = observed = []
   try:
     out = fn(*args)
   finally:
-    trace.observed = None
-  plan = _plan(observed, args, out)
+    trace.observed = array_mod.value_reads.arrays = None
+  plan = _NO_PLAN if _read_a_value(reads, args, observed) else _plan(observed, args, out)
   with _record_lock:
     if len(plans) >= _MAX_PLANS:
       del plans[next(iter(plans))]  # first in, first out
     plans[key] = plan
   return out
+
+
+def _read_a_value(reads: list[Array], args: tuple, observed: list[tuple]) -> bool:
+  """Whether an argument or a primitive's result is among the Arrays `reads` (those
+  whose values were read; a constant the function made is not one of them)."""
+  if not reads:
+    return False
+  depends = {id(x) for x in args} | {id(result) for *_, result in observed}
+  return any(id(x) in depends for x in reads)
 
 
 def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
@@ -193,10 +209,8 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
   positions = list(map(position, refs))
   if positions == list(range(len(args))):
     take = None  # the operands are the arguments, as in `jnp.sin(x)` and `x + y`
-  elif len(positions) == 1:
-    take = functools.partial(_take_one, positions[0])
   else:
-    take = operator.itemgetter(*positions)
+    take = _getter(positions)
   return config_values.trace_context, apply, operation, take, tuple(consts)
 
 
@@ -213,7 +227,7 @@ class _Steps:
   then, and where none can be made, one by one. Compiling costs as much as a few thousand
   eager operations, so only a kind that comes again gets one."""
 
-  __slots__ = ("steps", "consts", "returned", "replays", "composite")
+  __slots__ = ("steps", "consts", "returned", "replays", "composite", "leaves")
 
   def __init__(self, steps: tuple, consts: tuple, returned: int):
     self.steps, self.consts, self.returned = steps, consts, returned
@@ -222,17 +236,30 @@ class _Steps:
 
   def compose(self, args: tuple) -> None:
     """Makes the composite, if every step is an operation with a signature that may join
-    one."""
+    one. Its arguments are the values the steps read (Arrays: a Python scalar argument
+    reaches a primitive as a constant it was made into)."""
     if not all(apply in _SIGNATURE_APPLIERS and deferred.Composite.can_compose(sig)
                for apply, sig, _ in self.steps):
       return
-    leaves = len(args) + len(self.consts)
+    values = (*args, *self.consts)
+    read = sorted({p for *_, positions in self.steps for p in positions if p < len(values)})
+    leaf = {p: k for k, p in enumerate(read)}
     def ref(p: int) -> int | tuple[int, int]:
-      return p if p < leaves else (p - leaves, 0)
+      return leaf[p] if p < len(values) else (p - len(values), 0)
+    self.leaves = _getter(read)
     self.composite = deferred.Composite(
-        [x.aval for x in (*args, *self.consts)],
+        [values[p].aval for p in read],
         [(sig, tuple(map(ref, positions))) for _, sig, positions in self.steps],
         ref(self.returned))
+
+
+def _getter(positions: list[int]) -> Callable[[tuple], tuple]:
+  """The function that takes the values at `positions` from a tuple, as a tuple."""
+  if len(positions) > 1:
+    return operator.itemgetter(*positions)
+  if positions:
+    return functools.partial(_take_one, positions[0])
+  return lambda values: ()
 
 
 _COMPOSE_AFTER = 2
@@ -242,7 +269,7 @@ _SIGNATURE_APPLIERS = (deferred.apply_signature, deferred.apply_checked_signatur
 def _replay_steps(program: _Steps, args: tuple) -> Any:
   composite = program.composite
   if composite is not None:
-    out = deferred.apply_composite(composite, (*args, *program.consts))
+    out = deferred.apply_composite(composite, program.leaves((*args, *program.consts)))
     if out is not None:
       return out
   elif program.replays < _COMPOSE_AFTER:
