@@ -346,3 +346,47 @@ def test_a_composed_function_runs_its_config_checks(monkeypatch):
   before = len(checks)
   assert float(jnp.mean(x)) == 1.0
   assert runs == [] and len(checks) == before + 1
+
+
+_M = np.random.default_rng(3).standard_normal((4, 4)).astype(np.float32)
+_V = np.random.default_rng(4).standard_normal(4).astype(np.float32)
+_I = np.array([3, 0, 2, 1], np.int32)
+_MEMOIZED = {  # name: (function, arguments); each Array argument varies between calls
+    "softplus": (jaxon.nn.softplus, (_M,)), "silu": (jaxon.nn.silu, (_M,)),
+    "sigmoid": (jaxon.nn.sigmoid, (_M,)), "elu": (jaxon.nn.elu, (_M,)),
+    "leaky_relu": (lambda m: jaxon.nn.leaky_relu(m, 0.2), (_M,)),
+    "glu": (jaxon.nn.glu, (_M,)), "one_hot": (lambda i: jaxon.nn.one_hot(i, 5), (_I,)),
+    "standardize": (jaxon.nn.standardize, (_M,)),
+    "clip": (lambda m: jnp.clip(m, -0.5, 0.25), (_M,)),
+    "isclose": (lambda m, n: jnp.isclose(m, n, atol=0.5), (_M, _M[::-1])),
+    "allclose": (jnp.allclose, (_M, _M)), "cumsum": (lambda m: jnp.cumsum(m, axis=1), (_M,)),
+    "cumprod": (jnp.cumprod, (_V,)), "average": (lambda m: jnp.average(m, axis=0), (_M,)),
+    "nanmean": (jnp.nanmean, (_M,)), "cov": (jnp.cov, (_M,)), "corrcoef": (jnp.corrcoef, (_M,)),
+    "diag": (jnp.diag, (_V,)), "diagonal": (lambda m: jnp.diagonal(m, 1), (_M,)),
+    "tril": (lambda m: jnp.tril(m, -1), (_M,)), "trace": (jnp.trace, (_M,)),
+    "take": (jnp.take, (_V, _I)), "linspace": (lambda: jnp.linspace(0.5, 2.0, 7), ()),
+    "outer": (jnp.outer, (_V, _V)), "kron": (jnp.kron, (_V, _M)), "vdot": (jnp.vdot, (_V, _V)),
+    "cross": (jnp.cross, (_V[:3], _V[1:])), "diff": (jnp.diff, (_M,)),
+    "ravel": (jnp.ravel, (_M,)), "moveaxis": (lambda m: jnp.moveaxis(m, 0, 1), (_M,)),
+    "flip": (jnp.flip, (_M,)), "roll": (lambda m: jnp.roll(m, 2, axis=1), (_M,)),
+    "round": (lambda m: jnp.round(m, 2), (_M,)), "hypot": (jnp.hypot, (_M, _M.T)),
+    "sinc": (jnp.sinc, (_M,)), "heaviside": (jnp.heaviside, (_M, _M.T)),
+    "argmin": (lambda m: jnp.argmin(m, axis=1), (_M,)),
+    "count_nonzero": (jnp.count_nonzero, (_I,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MEMOIZED))
+def test_memoized_functions_replay_and_compose_what_they_compute_in_full(name, monkeypatch):
+  """Against the function run in full (NumPy arguments are not a kind: they run it), bit
+  for bit, over a recording, replays one by one, and replays as one program."""
+  fn, args = _MEMOIZED[name]
+  runs = _one_by_one_runs(monkeypatch)
+  for call in range(eager_plans._COMPOSE_AFTER + 3):
+    varied = tuple(a * (call + 1) if a.dtype.kind == "f" else (a + call) % 4 for a in args)
+    want = np.asarray(fn(*varied))
+    runs.clear()
+    got = fn(*map(jnp.asarray, varied))
+    assert type(got) is Array and got.dtype == want.dtype
+    np.testing.assert_array_equal(np.asarray(got), want)
+  assert len(runs) <= 1  # one program: the primitive, or the composite of several

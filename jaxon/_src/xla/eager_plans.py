@@ -31,7 +31,7 @@ arithmetic, comparisons and math functions (those of the `_ufunc` table, `clip`,
 and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), `linspace`, `linalg.norm`,
 `logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu` and `relu6`).
 Keyword arguments are part of the kind when they
-are None, bools, ints or tuples of ints (`axis=0`, `keepdims=True`). A call of any other
+are None, bools, ints, floats or tuples of ints (`axis=0`, `keepdims=True`, `atol=0.5`). A call of any other
 kind (a tracer, a NumPy array, a NaN, whose sign and payload the key would lose, a keyword
 of another type) runs the function, as does every call while `jax_debug_nans` or
 `jax_debug_infs` may be on (their checks are made as primitives are bound). A warning the
@@ -124,14 +124,21 @@ def _kind(args: tuple) -> Any:
 
 
 def _with_keywords(key: tuple, kwargs: dict) -> tuple | None:
-  """`key` with the call's keyword arguments (`axis=0`, `keepdims=True`), when each is
-  None, a bool, an int or a tuple of ints; None otherwise. (A pair never equals an element
-  of the positional key.)"""
-  for value in kwargs.values():
-    if not (value is None or type(value) in (bool, int)
-            or type(value) is tuple and all(type(i) is int for i in value)):
+  """`key` with the call's keyword arguments (`axis=0`, `keepdims=True`, `atol=0.5`), when
+  each is None, a bool, an int, a float (keyed as positional ones are, with its type) or a
+  tuple of ints; None otherwise. (A pair never equals an element of the positional key.)"""
+  items = []
+  for name, value in kwargs.items():
+    t = type(value)
+    if t is float:
+      if value != value:
+        return None
+      value = value if value else repr(value)
+    elif not (value is None or t is bool or t is int
+              or t is tuple and all(type(i) is int for i in value)):
       return None
-  return (*key, tuple(sorted(kwargs.items())))
+    items.append((name, value, t))
+  return (*key, tuple(sorted(items)))
 
 
 def _record(plans: dict, key: Any, fn: Callable[..., Any], args: tuple,
