@@ -30,10 +30,10 @@ arithmetic, comparisons and math functions (those of the `_ufunc` table, `clip`,
 `cumsum`, `average`, `cov`, …), products (`@`, `dot`, `outer`, `kron`, …), moves of axes
 and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), `linspace`, `linalg.norm`,
 `logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu` and `relu6`).
-Keyword arguments are part of the kind when they
-are None, bools, ints, floats or tuples of ints (`axis=0`, `keepdims=True`, `atol=0.5`). A call of any other
-kind (a tracer, a NumPy array, a NaN, whose sign and payload the key would lose, a keyword
-of another type) runs the function, as does every call while `jax_debug_nans` or
+Keyword arguments are part of the kind when they are None, bools, ints, floats or tuples
+of ints (`axis=0`, `keepdims=True`, `atol=0.5`). A call of any other kind (a tracer, a
+NumPy array, a NaN, whose sign and payload the key would lose, a keyword of another type)
+runs the function, as does every call while `jax_debug_nans` or
 `jax_debug_infs` may be on (their checks are made as primitives are bound). A warning the
 function gives is given on the call that records its plan, not on the calls that replay
 it.
