@@ -373,6 +373,8 @@ _MEMOIZED = {  # name: (function, arguments); each Array argument varies between
     "sinc": (jnp.sinc, (_M,)), "heaviside": (jnp.heaviside, (_M, _M.T)),
     "argmin": (lambda m: jnp.argmin(m, axis=1), (_M,)),
     "count_nonzero": (jnp.count_nonzero, (_I,)),
+    "sort": (jnp.sort, (_M,)), "argsort": (jnp.argsort, (_V,)), "median": (jnp.median, (_M,)),
+    "quantile": (lambda m: jnp.quantile(m, 0.25, axis=0), (_M,)),
 }
 
 

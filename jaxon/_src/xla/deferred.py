@@ -258,10 +258,9 @@ class Composite:
 
   @staticmethod
   def can_compose(sig: _Signature) -> bool:
-    """Whether an operation may be part of a composite: one result, no effects, no jaxpr
-    (those run alone, compiled as under `jit`), no float0."""
-    return (not sig.runs_alone and not sig.prim.multiple_results
-            and sig.out_avals[0].dtype != dtypes.float0)
+    """Whether an operation may be part of a composite: no effects, no jaxpr (those run
+    alone, compiled as under `jit`), no float0 result."""
+    return not sig.runs_alone and all(a.dtype != dtypes.float0 for a in sig.out_avals)
 
 
 def apply_composite(composite: Composite, leaves: Sequence[Array]) -> Array | None:

@@ -170,22 +170,26 @@ def _read_a_value(reads: list[Array], args: tuple, observed: list[tuple]) -> boo
 
 
 def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
-  """The plan of a call that applied up to `_MAX_STEPS` primitives of one result each
-  (without bind hooks) and returned one of their results: (trace context, `apply`,
-  `operation`, operand getter (None: the arguments themselves), constants), where
-  `apply(operation, operands)` applies the primitives. A primitive's operands come from the
-  arguments, from constants the function made, and from the results of those before it.
-  Values live in one list, arguments then constants then results, and are taken from it by
-  position."""
+  """The plan of a call that applied up to `_MAX_STEPS` primitives (without bind hooks)
+  and returned one of their results: (trace context, `apply`, `operation`, operand getter
+  (None: the arguments themselves), constants), where `apply(operation, operands)` applies
+  the primitives. A primitive's operands come from the arguments, from constants the
+  function made, and from the results of those before it. Values live in one list,
+  arguments then constants then results (each output of a primitive of several), and are
+  taken from it by position."""
   if not observed or len(observed) > _MAX_STEPS:
     return _NO_PLAN
   sources = {id(x): ("arg", i) for i, x in enumerate(args)}
   consts: list[Any] = []
   steps = []
+  results = 0
   for prim, operands, params, result in observed:
-    if prim.multiple_results or prim.bind_hook is not None:
+    if prim.bind_hook is not None:
       return _NO_PLAN
-    if any(result is x for x in operands):
+    outs = result if prim.multiple_results else (result,)
+    if any(r is x for r in outs for x in operands):
+      if prim.multiple_results:
+        return _NO_PLAN
       continue  # an identity when evaluated (`stop_gradient`): its operand stands for it
     refs = []
     for x in operands:
@@ -197,22 +201,25 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
         consts.append(x if type(x) is Array else executable.as_array(x))
       refs.append(ref)
     steps.append((_applier(prim, [v if ref[0] != "const" else consts[ref[1]]
-                                  for v, ref in zip(operands, refs)], params), refs))
-    sources[id(result)] = ("result", len(steps) - 1)
+                                  for v, ref in zip(operands, refs)], params), refs,
+                  prim.multiple_results))
+    for r in outs:
+      sources[id(r)] = ("result", results)
+      results += 1
   returned = sources.get(id(out))
   if returned is None or returned[0] != "result":
     return _NO_PLAN
   start = {"arg": 0, "const": len(args), "result": len(args) + len(consts)}
   def position(ref: tuple[str, int]) -> int:
     return start[ref[0]] + ref[1]
-  if len(steps) > 1:
-    program = _Steps(tuple((apply, operation, tuple(map(position, refs)))
-                           for (apply, operation), refs in steps),
+  if len(steps) > 1 or steps[0][2]:
+    program = _Steps(tuple((apply, operation, tuple(map(position, refs)), multiple)
+                           for (apply, operation), refs, multiple in steps),
                      tuple(consts), position(returned))
     return config_values.trace_context, _replay_steps, program, None, ()
   # One primitive, the usual case, replays without `_replay_steps`'s list of values: that
   # list cost eager code 0.3-0.4 µs an operation (2-core machine, 200-operation chains).
-  (apply, operation), refs = steps[0]
+  (apply, operation), refs, _ = steps[0]
   positions = list(map(position, refs))
   if positions == list(range(len(args))):
     take = None  # the operands are the arguments, as in `jnp.sin(x)` and `x + y`
@@ -228,8 +235,9 @@ def _applier(prim: core.Primitive, operands: tuple, params: dict) -> tuple[Calla
 
 
 class _Steps:
-  """A plan of several primitives: (`apply`, `operation`, operand positions) for each, the
-  constants, the position of the returned value. From its `_COMPOSE_AFTER`th replay on,
+  """A plan of several primitives, or of one with several results: (`apply`, `operation`,
+  operand positions, whether it has several results) for each, the constants, the
+  position of the returned value. From its `_COMPOSE_AFTER`th replay on,
   the primitives run as one compiled program where they run at once (`composite`); until
   then, and where none can be made, one by one. Compiling costs as much as a few thousand
   eager operations, so only a kind that comes again gets one."""
@@ -246,17 +254,20 @@ class _Steps:
     one. Its arguments are the values the steps read (Arrays: a Python scalar argument
     reaches a primitive as a constant it was made into)."""
     if not all(apply in _SIGNATURE_APPLIERS and deferred.Composite.can_compose(sig)
-               for apply, sig, _ in self.steps):
+               for apply, sig, *_ in self.steps):
       return
     values = (*args, *self.consts)
-    read = sorted({p for *_, positions in self.steps for p in positions if p < len(values)})
+    read = sorted({p for _, _, positions, _ in self.steps for p in positions
+                   if p < len(values)})
     leaf = {p: k for k, p in enumerate(read)}
+    outputs = [(k, i) for k, (_, sig, *_) in enumerate(self.steps)
+               for i in range(len(sig.out_avals))]
     def ref(p: int) -> int | tuple[int, int]:
-      return leaf[p] if p < len(values) else (p - len(values), 0)
+      return leaf[p] if p < len(values) else outputs[p - len(values)]
     self.leaves = _getter(read)
     self.composite = deferred.Composite(
         [values[p].aval for p in read],
-        [(sig, tuple(map(ref, positions))) for _, sig, positions in self.steps],
+        [(sig, tuple(map(ref, positions))) for _, sig, positions, _ in self.steps],
         ref(self.returned))
 
 
@@ -284,8 +295,12 @@ def _replay_steps(program: _Steps, args: tuple) -> Any:
     if program.replays == _COMPOSE_AFTER:
       program.compose(args)
   values = [*args, *program.consts]
-  for apply, operation, positions in program.steps:
-    values.append(apply(operation, [values[p] for p in positions]))
+  for apply, operation, positions, multiple in program.steps:
+    out = apply(operation, [values[p] for p in positions])
+    if multiple:
+      values.extend(out)
+    else:
+      values.append(out)
   return values[program.returned]
 
 
