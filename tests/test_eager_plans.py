@@ -375,6 +375,10 @@ _MEMOIZED = {  # name: (function, arguments); each Array argument varies between
     "count_nonzero": (jnp.count_nonzero, (_I,)),
     "sort": (jnp.sort, (_M,)), "argsort": (jnp.argsort, (_V,)), "median": (jnp.median, (_M,)),
     "quantile": (lambda m: jnp.quantile(m, 0.25, axis=0), (_M,)),
+    "solve": (jnp.linalg.solve, (_M + 4 * np.eye(4, dtype=np.float32), _V)),
+    "inv": (jnp.linalg.inv, (_M + 4 * np.eye(4, dtype=np.float32),)),
+    "det": (jnp.linalg.det, (_M,)),
+    "cholesky": (jnp.linalg.cholesky, (_M @ _M.T + np.eye(4, dtype=np.float32),)),
 }
 
 

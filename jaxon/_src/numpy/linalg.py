@@ -103,6 +103,7 @@ def _real_dtype(dtype: Any) -> np.dtype:
 
 # ----------------------------------------------------------------------------- decompositions
 
+@memoize_eager_operations
 def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> Any:
   """The Cholesky factor of Hermitian positive-definite matrices: L with a = L Lᴴ (lower),
   or U = Lᴴ with a = Uᴴ U when `upper`. NaN where `a` is not positive definite.
@@ -278,6 +279,7 @@ def _permutation_sign(pivots: Any, dtype: Any) -> Any:
   return lax.sub(np.ones((), dtype), lax.mul(np.full((), 2, dtype), odd))
 
 
+@memoize_eager_operations
 def det(a: Any) -> Any:
   """The determinant of square matrices.
 
@@ -402,6 +404,7 @@ def _slogdet_outputs(a: Any, sign: Any, logabsdet: Any, dlog: Any
 
 # ----------------------------------------------------------------------------- solving
 
+@memoize_eager_operations
 def solve(a: Any, b: Any) -> Any:
   """Solves a x = b for x, by LU decomposition with partial pivoting.
 
@@ -427,6 +430,7 @@ def solve(a: Any, b: Any) -> Any:
   return x[..., 0] if vector else x
 
 
+@memoize_eager_operations
 def inv(a: Any) -> Any:
   """The inverse of square matrices (by solving a x = I).
 

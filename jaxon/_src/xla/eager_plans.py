@@ -28,8 +28,10 @@ primitives follow from shapes, dtypes and plain parameters: `jnp`'s elementwise
 arithmetic, comparisons and math functions (those of the `_ufunc` table, `clip`,
 `isclose`, …), `where` of three arguments, the reductions and statistics (`sum` to `std`,
 `cumsum`, `average`, `cov`, …), products (`@`, `dot`, `outer`, `kron`, …), moves of axes
-and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), `linspace`, `linalg.norm`,
-`logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu` and `relu6`).
+and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), sorting (`sort`,
+`median`, `quantile`), `linspace`, `linalg`'s `norm`, `solve`, `inv`, `det` and
+`cholesky`, `logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu`
+and `relu6`).
 Keyword arguments are part of the kind when they are None, bools, ints, floats or tuples
 of ints (`axis=0`, `keepdims=True`, `atol=0.5`). A call of any other kind (a tracer, a
 NumPy array, a NaN, whose sign and payload the key would lose, a keyword of another type)
