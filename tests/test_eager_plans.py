@@ -396,3 +396,18 @@ def test_memoized_functions_replay_and_compose_what_they_compute_in_full(name, m
     assert type(got) is Array and got.dtype == want.dtype
     np.testing.assert_array_equal(np.asarray(got), want)
   assert len(runs) <= 1  # one program: the primitive, or the composite of several
+
+
+def test_the_oldest_composites_are_dropped_past_the_bound(monkeypatch):
+  monkeypatch.setattr(eager_plans, "_MAX_COMPOSITES", 2)
+  inputs = [jnp.asarray(np.ones(n, np.float32)) for n in (2, 3, 4)]
+  for x in inputs:  # three kinds of var, each composed
+    for _ in range(eager_plans._COMPOSE_AFTER + 1):
+      jnp.var(x)
+  assert len(eager_plans._composed) == 2
+  runs = _one_by_one_runs(monkeypatch)
+  assert float(jnp.var(inputs[0])) == 0.0  # its composite was dropped: one by one again
+  assert runs
+  runs.clear()
+  assert float(jnp.var(inputs[2])) == 0.0
+  assert runs == []

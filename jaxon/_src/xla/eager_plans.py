@@ -42,6 +42,7 @@ it.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import operator
 import threading
@@ -271,6 +272,11 @@ class _Steps:
         [values[p].aval for p in read],
         [(sig, tuple(map(ref, positions))) for _, sig, positions, _ in self.steps],
         ref(self.returned))
+    with _record_lock:  # each holds an executable: the oldest are dropped, to be made again
+      _composed.append(self)  # if their kinds come back
+      if len(_composed) > _MAX_COMPOSITES:
+        oldest = _composed.popleft()
+        oldest.composite, oldest.replays = None, 0
 
 
 def _getter(positions: list[int]) -> Callable[[tuple], tuple]:
@@ -283,6 +289,8 @@ def _getter(positions: list[int]) -> Callable[[tuple], tuple]:
 
 
 _COMPOSE_AFTER = 2
+_MAX_COMPOSITES = 512  # over every function, as deferred bounds its compiled batches
+_composed: collections.deque[_Steps] = collections.deque()
 _SIGNATURE_APPLIERS = (deferred.apply_signature, deferred.apply_checked_signature)
 
 
@@ -319,3 +327,4 @@ def _take_one(position: int, operands: tuple) -> tuple:
 def _clear_plans() -> None:
   for plans in _plan_tables:
     plans.clear()
+  _composed.clear()
