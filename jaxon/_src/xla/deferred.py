@@ -323,7 +323,7 @@ def _record_in_thread_batch(sig: _Signature, args: Sequence[Array], step: int | 
             batch.prefixes.append(step)
           if len(batch.nodes) >= MAX_BATCH:
             _run_batch(batch)
-          return outs if sig.prim.multiple_results else outs[0]
+          return outs
     if batch.open:  # outside our lock: two threads may each wait for the other's batch
       for x in args:
         pending = x._pending
@@ -417,7 +417,9 @@ def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:
   return sig
 
 
-def _record(batch: _Batch, sig: _Signature, args: Sequence[Array]) -> list[Array]:
+def _record(batch: _Batch, sig: _Signature, args: Sequence[Array]) -> Any:
+  """Records the operation in `batch`; its pending result (a list of them for a primitive
+  of several)."""
   leaf_index = batch.leaf_index
   leaves_before = len(batch.leaves)
   refs = []
@@ -444,15 +446,13 @@ def _record(batch: _Batch, sig: _Signature, args: Sequence[Array]) -> list[Array
     raise
   pos = len(batch.nodes)
   refs = tuple(refs)
-  if len(sig.out_avals) == 1:
-    out = Array.pending(sig.out_avals[0], (batch, (pos, 0)))
-    outs = [out]
-    weak = (weakref.ref(out),)
-  else:
-    outs = [Array.pending(aval, (batch, (pos, i))) for i, aval in enumerate(sig.out_avals)]
-    weak = tuple([weakref.ref(a) for a in outs])
-  batch.nodes.append((sig, refs, weak))
   batch.keys.append((sig.id, refs))
+  if not sig.prim.multiple_results:
+    out = Array.pending(sig.out_avals[0], (batch, (pos, 0)))
+    batch.nodes.append((sig, refs, (weakref.ref(out),)))
+    return out
+  outs = [Array.pending(aval, (batch, (pos, i))) for i, aval in enumerate(sig.out_avals)]
+  batch.nodes.append((sig, refs, tuple([weakref.ref(a) for a in outs])))
   return outs
 
 
