@@ -212,10 +212,22 @@ def test_a_seen_signature_is_answered_in_cpp(args):
   assert all(type(o) is jaxon.Array for o in jaxon.tree_leaves(out))
 
 
+def test_key_arguments_are_answered_in_cpp_apart_from_their_uint32_data():
+  """A key Array's node in jaxlib's signature carries its key type: a function of keys is
+  answered in C++, and never with the program of a uint32 argument of the same buffer."""
+  f = jaxon.jit(lambda k: jnp.zeros(jnp.shape(k)) + jr.normal(k, ()) * 0.0)
+  typed, raw = jr.key(0), jr.key_data(jr.key(0))
+  f(typed), f(raw)
+  before = python_calls()
+  for _ in range(100):
+    assert f(typed).shape == () and f(raw).shape == (2,)
+  assert python_calls() == before
+
+
 def test_what_cpp_does_not_answer_goes_to_the_python_path():
-  """Keys (whose buffers look like uint32 data), tracers and jit under a trace stay on the
-  Python path; so does every call while NaN checks are on, even of a signature jaxlib
-  answered before."""
+  """Key results (which jaxlib would give as their uint32 data), tracers and jit under a
+  trace stay on the Python path; so does every call while NaN checks are on, even of a
+  signature jaxlib answered before."""
   f = jaxon.jit(lambda x: x * 2.0)
   x, nans = jnp.arange(3.0), jnp.full(3, np.nan)
   f(x), f(nans)

@@ -96,10 +96,10 @@ class Array(metaclass=_ArrayMeta):
       return self._buf
     if name == "_dispatch_node":
       # The device buffer, for jaxlib's signature. A key Array's buffer holds its physical
-      # data, whose signature another Array could have: jaxlib gets the aval instead, a
-      # leaf it does not know, which sends the call to jit's Python path.
-      child = self._buf if isinstance(self.aval.dtype, np.dtype) else self.aval
-      self._dispatch_node = ((child,), None)
+      # data, whose signature another Array could have: its key type is the node's data,
+      # which the signature compares (None for other Arrays).
+      dtype = self.aval.dtype
+      self._dispatch_node = ((self._buf,), None if isinstance(dtype, np.dtype) else dtype)
       return self._dispatch_node
     raise AttributeError(f"'Array' object has no attribute {name!r}")
 

@@ -175,7 +175,7 @@ def fastpath(exe: Any, args: tuple, kwargs: dict, outs: Any) -> FastpathData | N
       if leaf._sharding is not sharding:
         return None
     elif not isinstance(leaf, (np.ndarray, np.generic, int, float, complex)):
-      return None  # a key Array (its aval stands for it), a tracer
+      return None  # a tracer
     elif _jax_shares_the_process() or config_guards.host_to_device_level() != "allow":
       # A NumPy value or scalar, which jaxlib would canonicalize by JAX's x64 state, or
       # whose every transfer the guard must see.
