@@ -240,10 +240,10 @@ def _applier(prim: core.Primitive, operands: tuple, params: dict) -> tuple[Calla
 class _Steps:
   """A plan of several primitives, or of one with several results: (`apply`, `operation`,
   operand positions, whether it has several results) for each, the constants, the
-  position of the returned value. From its `_COMPOSE_AFTER`th replay on,
-  the primitives run as one compiled program where they run at once (`composite`); until
-  then, and where none can be made, one by one. Compiling costs as much as a few thousand
-  eager operations, so only a kind that comes again gets one."""
+  position of the returned value. From its `_COMPOSE_AFTER`th replay on, the primitives
+  run as one compiled program where they run at once (`composite`, reading the values that
+  `leaves` takes); until then, and where none can be made, one by one. Compiling costs as
+  much as a few thousand eager operations, so only a kind that comes again gets one."""
 
   __slots__ = ("steps", "consts", "returned", "replays", "composite", "leaves")
 
@@ -251,6 +251,7 @@ class _Steps:
     self.steps, self.consts, self.returned = steps, consts, returned
     self.replays = 0
     self.composite: deferred.Composite | None = None
+    self.leaves: Callable[[tuple], tuple] | None = None
 
   def compose(self, args: tuple) -> None:
     """Makes the composite, if every step is an operation with a signature that may join
