@@ -165,7 +165,6 @@ class _PlacedOperand(Exception):
 
 _aval_of = operator.attrgetter("aval")
 _pending_of = operator.attrgetter("_pending")
-_sharding_of = operator.attrgetter("_sharding")
 _buffer_of = operator.attrgetter("_buf")
 _signatures: dict[tuple, _Signature] = {}
 _last_signature: dict[core.Primitive, _Signature] = {}
@@ -266,19 +265,15 @@ class Composite:
 def apply_composite(composite: Composite, leaves: Sequence[Array]) -> Array | None:
   """Runs `composite` on `leaves` at once, as an operation that runs alone (outside the
   windows that decide what is batched). None, for the caller to apply the operations one
-  by one, where an operand is pending (they then join the batch computing it), lives
-  elsewhere than on the default device (they run where it is), or the call fails (each
-  operation says what went wrong)."""
-  if ALWAYS_DEFER or any(map(_pending_of, leaves)):  # `map`s: no Python loop
-    return None
-  bufs = list(map(_buffer_of, leaves))
-  if any(map(functools.partial(operator.is_not, client.default_sharding()),
-             map(_sharding_of, bufs))):
+  by one, where an operand is pending (they then join the batch computing it) or the call
+  fails: an operand lives elsewhere than on the default device (they run where it is, as
+  `_run_now` finds), or is deleted (each operation says what went wrong)."""
+  if ALWAYS_DEFER or any(map(_pending_of, leaves)):  # `map`: no Python loop
     return None
   for sig in composite.checked:
     sig.prim.config_check(*sig.in_avals, **sig.params)
   try:
-    buf, = composite.execute([*bufs, _negative_zero()._buf]
+    buf, = composite.execute([*map(_buffer_of, leaves), _negative_zero()._buf]
                              ).consume_with_handlers(composite.handlers)
   except _jax.JaxRuntimeError:
     return None
