@@ -11,7 +11,7 @@ import jaxon.numpy as jnp
 from jaxon import lax
 from jaxon._src import dtypes
 from jaxon._src.xla import array as array_mod
-from jaxon._src.xla import eager_plans
+from jaxon._src.xla import deferred, eager_plans
 from jaxon._src.xla.array import Array
 
 
@@ -202,6 +202,19 @@ def test_keywords_of_plain_values_are_part_of_the_kind():
   assert len(runs) == 4  # one per kind of keywords: the second shift replays them
 
 
+def test_float_keywords_are_keyed_with_their_type_and_sign():
+  """`min=1` and `min=1.0` give different dtypes for an int array; 0.0 and -0.0 differ."""
+  clip, runs = _counting(lambda a, **bounds: jnp.clip(a, **bounds))
+  i = jnp.asarray(np.array([-2, 0, 3], np.int32))
+  for _ in range(2):
+    assert clip(i, min=1).dtype == np.int32
+    assert clip(i, min=1.0).dtype == np.float32
+    x = jnp.asarray(np.array([-1.0, 2.0], np.float32))
+    np.testing.assert_array_equal(np.signbit(np.asarray(clip(x, max=-0.0))), [True, True])
+    np.testing.assert_array_equal(np.signbit(np.asarray(clip(x, max=0.0))), [True, False])
+  assert len(runs) == 4  # four kinds of keywords; the second round replays them
+
+
 def test_reductions_and_matmul_replay():
   a = np.arange(12, dtype=np.float32).reshape(3, 4)
   b = np.arange(8, dtype=np.float32).reshape(4, 2) - 3
@@ -275,7 +288,6 @@ _NUMPY = {
 
 def _one_by_one_runs(monkeypatch):
   """A list that grows by one for each primitive run on its own."""
-  from jaxon._src.xla import deferred
   runs, run_now = [], deferred._run_now
   monkeypatch.setattr(deferred, "_run_now", lambda *a: runs.append(1) or run_now(*a))
   return runs
@@ -300,7 +312,6 @@ def test_functions_of_several_operations_become_one_program_with_the_same_bits(
 
 
 def test_a_composed_function_of_a_pending_or_deleted_operand_runs_one_by_one(monkeypatch):
-  from jaxon._src.xla import deferred
   a = np.random.default_rng(1).standard_normal((3, 5)).astype(np.float32)
   x = jnp.asarray(a)
   want = np.asarray(jnp.var(x))

@@ -21,6 +21,8 @@ once. A recorded batch is identified by its exact structure (operations, how the
 connect, which results are still alive): the second time a hot sequence's batch comes
 with the same structure, it is compiled into one program and runs as a single executable
 call from then on. A sequence whose recorded structure keeps changing goes cold again.
+A `Composite` is such a program made for a known sequence of operations, outside any
+batch: how `eager_plans.py` runs a `jnp` function of several primitives.
 
 Batching must not change a single bit of any result. Batch programs, like one-primitive
 programs, are compiled without XLA's algebraic rewrites. And XLA's CPU backend fuses an
@@ -96,6 +98,11 @@ class _Signature:
     self.runs_alone = self.effectful or core.carries_jaxprs(params)
     self._executable = None
     self._direct_call: tuple | None = None
+
+  def check_config(self) -> None:
+    """The primitive's `config_check`, which every application runs (the configuration
+    may have changed since the signature was made)."""
+    self.prim.config_check(*self.in_avals, **self.params)
 
   def executable(self) -> executable.Executable:
     """The one-primitive program, compiled on first use."""
@@ -271,7 +278,7 @@ def apply_composite(composite: Composite, leaves: Sequence[Array]) -> Array | No
   if ALWAYS_DEFER or any(map(_pending_of, leaves)):  # `map`: no Python loop
     return None
   for sig in composite.checked:
-    sig.prim.config_check(*sig.in_avals, **sig.params)
+    sig.check_config()
   try:
     buf, = composite.execute([*map(_buffer_of, leaves), _negative_zero()._buf]
                              ).consume_with_handlers(composite.handlers)
@@ -389,7 +396,7 @@ def signature_replay(prim: core.Primitive, operands: Sequence[Any], params: dict
 
 
 def apply_checked_signature(sig: _Signature, args: Sequence[Array]) -> Any:
-  sig.prim.config_check(*sig.in_avals, **sig.params)
+  sig.check_config()
   return apply_signature(sig, args)
 
 
@@ -406,7 +413,7 @@ def _signature(prim: core.Primitive, avals: tuple, params: dict) -> _Signature:
       if len(_signatures) > _MAX_SIGNATURES:
         del _signatures[next(iter(_signatures))]
   elif prim.config_check is not None:
-    prim.config_check(*avals, **params)
+    sig.check_config()
   if not params and prim.config_check is None:
     _last_signature[prim] = sig
   return sig

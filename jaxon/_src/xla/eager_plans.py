@@ -114,16 +114,23 @@ def _kind(args: tuple) -> Any:
   key: list = []
   first: dict[int, int] = {}
   for i, x in enumerate(args):
-    t = type(x)
-    if t is Array:
+    if type(x) is Array:
       j = first.setdefault(id(x), i)
       key.append(x.aval if j == i else ("same as", j))
-    elif t is int or t is float and x == x:
-      key.append(x if x else repr(x))
-      key.append(t)
+    elif (number := _number_key(x)) is not None:
+      key.extend(number)
     else:
       return None
   return tuple(key)
+
+
+def _number_key(x: Any) -> tuple[Any, type] | None:
+  """A Python int's or float's part of a key: (value, type), a float zero keyed by its
+  text; None for a NaN or any other object. (`_kind`'s two-argument path inlines it.)"""
+  t = type(x)
+  if t is int or t is float and x == x:
+    return (x if x else repr(x)), t
+  return None
 
 
 def _with_keywords(key: tuple, kwargs: dict) -> tuple | None:
@@ -133,14 +140,12 @@ def _with_keywords(key: tuple, kwargs: dict) -> tuple | None:
   items = []
   for name, value in kwargs.items():
     t = type(value)
-    if t is float:
-      if value != value:
-        return None
-      value = value if value else repr(value)
-    elif not (value is None or t is bool or t is int
-              or t is tuple and all(type(i) is int for i in value)):
+    if (number := _number_key(value)) is not None:
+      items.append((name, *number))
+    elif value is None or t is bool or t is tuple and all(type(i) is int for i in value):
+      items.append((name, value, t))
+    else:
       return None
-    items.append((name, value, t))
   return (*key, tuple(sorted(items)))
 
 
