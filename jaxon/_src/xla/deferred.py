@@ -82,13 +82,14 @@ class _Signature:
   standing for it in batch keys (hashing ints is cheaper than hashing avals), and its
   one-primitive program. `_signatures` is the one cache of eager primitives."""
 
-  __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "effectful", "runs_alone",
-               "_executable", "_direct_call")
+  __slots__ = ("prim", "params", "in_avals", "out_avals", "id", "multiple_results",
+               "effectful", "runs_alone", "_executable", "_direct_call")
 
   def __init__(self, prim: core.Primitive, params: dict, in_avals: tuple):
     out = prim.abstract_eval(*in_avals, **params)
     self.prim, self.params, self.in_avals = prim, params, in_avals
     self.id = next(_signature_ids)  # never reused: a key of an evicted signature stays stale
+    self.multiple_results = prim.multiple_results
     outs = out if prim.multiple_results else [out]
     self.out_avals = tuple(array_mod.intern_aval(a) for a in outs)
     # A loop whose body prints: it runs when called, not when (or if) its results are read.
@@ -136,12 +137,11 @@ class _Batch:
   whether it is recorded (its prefix is hot) or run at once, and False again once the
   code left the hot sequence."""
 
-  __slots__ = ("nodes", "keys", "leaves", "leaf_index", "lock", "open", "failures",
+  __slots__ = ("nodes", "leaves", "leaf_index", "lock", "open", "failures",
                "stopped_by", "prefix", "prefixes", "recording", "__weakref__")
 
   def __init__(self) -> None:
     self.nodes: list[tuple] = []
-    self.keys: list[tuple] = []
     self.leaves: list[Array] = []
     self.leaf_index: dict[int, int] = {}  # id(leaf) -> position; leaves live while we do
     self.lock = threading.RLock()  # reentrant: compiling during a run may run eager code
@@ -447,14 +447,13 @@ def _record(batch: _Batch, sig: _Signature, args: Sequence[Array]) -> Any:
     del batch.leaves[leaves_before:]
     raise
   pos = len(batch.nodes)
-  refs = tuple(refs)
-  batch.keys.append((sig.id, refs))
-  if not sig.prim.multiple_results:
-    out = Array.pending(sig.out_avals[0], (batch, (pos, 0)))
-    batch.nodes.append((sig, refs, (weakref.ref(out),)))
+  if not sig.multiple_results:  # `Array.pending`'s body inline: this runs for each operation
+    out = object.__new__(Array)
+    out.aval, out._npy, out._pending = sig.out_avals[0], None, (batch, (pos, 0))
+    batch.nodes.append((sig, tuple(refs), (weakref.ref(out),)))
     return out
   outs = [Array.pending(aval, (batch, (pos, i))) for i, aval in enumerate(sig.out_avals)]
-  batch.nodes.append((sig, refs, tuple([weakref.ref(a) for a in outs])))
+  batch.nodes.append((sig, tuple(refs), tuple([weakref.ref(a) for a in outs])))
   return outs
 
 
@@ -511,7 +510,7 @@ def _run_batch(batch: _Batch) -> None:
     batch.stopped_by = repr(e)  # yet report it when used
     raise
   finally:  # a failed value keeps its batch alive: let it not keep operands too
-    batch.nodes, batch.keys, batch.leaves, batch.leaf_index = [], [], [], {}
+    batch.nodes, batch.leaves, batch.leaf_index = [], [], {}
 
 
 def _run(batch: _Batch) -> None:
@@ -519,7 +518,8 @@ def _run(batch: _Batch) -> None:
           for i, ref in enumerate(outs) if (a := ref()) is not None]
   if not live:
     return
-  key = (tuple(batch.keys), tuple([(pos, i) for pos, i, _ in live]))
+  key = (tuple([(sig.id, refs) for sig, refs, _ in batch.nodes]),
+         tuple([(pos, i) for pos, i, _ in live]))
   with _cache_lock:
     exe = _fused.pop(key, None)
     if exe is not None:
