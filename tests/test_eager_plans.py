@@ -79,6 +79,24 @@ def test_an_argument_passed_twice_is_a_kind_of_its_own():
   assert len(runs3) == 3  # (x, y, x) replayed by (y, x, y); (x, x, y) by (y, y, x)
 
 
+def test_lists_and_tuples_are_keyed_by_their_type_length_and_elements():
+  stack, runs = _counting(lambda arrays, axis=0: jnp.stack(arrays, axis))
+  x, y, z = jnp.asarray(X), jnp.asarray(Y), jnp.asarray(X * 2)
+  calls = [([x, y], 0), ([y, z], 0), ((x, y), 0), ([x, y], 1), ([x, y, z], 0), ([x, x], 0),
+           ([y, y], 0), ([z, x, y], 0)]
+  for arrays, axis in calls:
+    want = np.stack([np.asarray(a) for a in arrays], axis)
+    got = stack(arrays, axis)
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(np.asarray(got), want)
+  assert len(runs) == 5  # [x, y] replayed by [y, z]; the tuple, axis 1, three, [x, x] not
+  nested, nested_runs = _counting(lambda rows: jnp.stack([jnp.stack(r) for r in rows]))
+  for _ in range(2):
+    np.testing.assert_array_equal(np.asarray(nested([[x, y], [y, z]])),
+                                  np.stack([np.stack([X, Y]), np.stack([Y, X * 2])]))
+  assert len(nested_runs) == 2  # a list of lists is of no kind: it runs in full
+
+
 def test_a_call_that_reads_an_arguments_value_keeps_no_plan():
   """The kind holds avals, not values: a call whose primitives follow from a value read
   from an argument, or from a result computed from one, runs in full every time."""
@@ -390,6 +408,15 @@ _MEMOIZED = {  # name: (function, arguments); each Array argument varies between
     "inv": (jnp.linalg.inv, (_M + 4 * np.eye(4, dtype=np.float32),)),
     "det": (jnp.linalg.det, (_M,)),
     "cholesky": (jnp.linalg.cholesky, (_M @ _M.T + np.eye(4, dtype=np.float32),)),
+    "stack": (lambda m, n: jnp.stack([m, n], axis=1), (_M, _M.T)),
+    "stack_tuple": (lambda v, w: jnp.stack((v, w, v)), (_V, _V[::-1])),
+    "concatenate": (lambda m, n: jnp.concatenate([m, n], axis=1), (_M, _M[:, :2])),
+    "hstack": (lambda v, w: jnp.hstack([v, w]), (_V, _V[::-1])),
+    "vstack": (lambda m, v: jnp.vstack([m, v]), (_M, _V)),
+    "dstack": (lambda m, n: jnp.dstack((m, n)), (_M, _M.T)),
+    "column_stack": (lambda v, m: jnp.column_stack([v, m]), (_V, _M)),
+    "moveaxis_tuples": (lambda m: jnp.moveaxis(m, (0, 1), (1, 0)), (_M,)),
+    "roll_tuples": (lambda m: jnp.roll(m, (1, 2), (0, 1)), (_M,)),
 }
 
 

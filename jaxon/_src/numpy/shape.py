@@ -301,6 +301,7 @@ def _promote_to(arrays: Sequence[Any], dtype: Any) -> list[Any]:
   return [lax._convert_element_type(a, dtype, False) for a in arrays]
 
 
+@memoize_eager_operations
 def concatenate(arrays: Any, axis: int | None = 0, dtype: Any = None) -> Any:
   """Joins arrays along an existing `axis` (flattening them first when `axis` is None),
   promoting them to a common dtype (or to `dtype`). A single array is treated as the
@@ -332,6 +333,7 @@ def concat(arrays: Any, /, *, axis: int | None = 0) -> Any:
   return concatenate(arrays, axis=axis)
 
 
+@memoize_eager_operations
 def stack(arrays: Any, axis: int = 0, out: None = None, dtype: Any = None) -> Any:
   """Joins arrays of equal shape along a new `axis`.
 
@@ -378,22 +380,26 @@ def _join(fun_name: str, tup: Any, element_shape: Callable[[tuple[int, ...]], tu
   return concatenate(arrays, axis_of(arrays[0].ndim), dtype)
 
 
+@memoize_eager_operations
 def hstack(tup: Any, dtype: Any = None) -> Any:
   """Joins arrays along their second axis (the first, for 1-D arrays)."""
   return _join("hstack", tup, lambda s: _atleast_shape(s, 1), lambda nd: 0 if nd == 1 else 1,
                dtype)
 
 
+@memoize_eager_operations
 def vstack(tup: Any, dtype: Any = None) -> Any:
   """Joins arrays row-wise (1-D arrays become rows)."""
   return _join("vstack", tup, lambda s: _atleast_shape(s, 2), lambda nd: 0, dtype)
 
 
+@memoize_eager_operations
 def dstack(tup: Any, dtype: Any = None) -> Any:
   """Joins arrays along the third axis (after making them at least 3-D)."""
   return _join("dstack", tup, lambda s: _atleast_shape(s, 3), lambda nd: 2, dtype)
 
 
+@memoize_eager_operations
 def column_stack(tup: Any) -> Any:
   """Joins 1-D arrays as the columns of a 2-D array (2-D arrays join as they are)."""
   return _join("column_stack", tup, _column_shape, lambda nd: 1, None)

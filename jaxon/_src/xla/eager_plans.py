@@ -7,7 +7,8 @@ and in code that never repeats those layers cost as much again as running the op
 JAX skips them by jitting its `jnp` functions (its C++ dispatch keys the call by argument
 types). Here a function wrapped by `memoize_eager_operations` watches its first eager call
 of each kind (the avals of its Array arguments, the values and types of its Python
-scalars, the trace-context flags) and, when that call applied at most `_MAX_STEPS`
+scalars, the type and length of each list or tuple argument and the same of its elements,
+the trace-context flags) and, when that call applied at most `_MAX_STEPS`
 primitives and returned the result of one, keeps a *plan*: the primitives, their
 parameters and where each operand came from (an argument, a constant the function made,
 such as the scalar's device copy, or an earlier primitive's result). Later calls of that
@@ -28,14 +29,15 @@ primitives follow from shapes, dtypes and plain parameters: `jnp`'s elementwise
 arithmetic, comparisons and math functions (those of the `_ufunc` table, `clip`,
 `isclose`, …), `where` of three arguments, the reductions and statistics (`sum` to `std`,
 `cumsum`, `average`, `cov`, …), products (`@`, `dot`, `outer`, `kron`, …), moves of axes
-and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), sorting (`sort`,
+and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), joins (`stack`,
+`concatenate`, `hstack`, `vstack`, `dstack`, `column_stack`), sorting (`sort`,
 `median`, `quantile`), `linspace`, `linalg`'s `norm`, `solve`, `inv`, `det` and
 `cholesky`, `logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu`
 and `relu6`).
 Keyword arguments are part of the kind when they are None, bools, ints, floats or tuples
 of ints (`axis=0`, `keepdims=True`, `atol=0.5`). A call of any other kind (a tracer, a
-NumPy array, a NaN, whose sign and payload the key would lose, a keyword of another type)
-runs the function, as does every call while `jax_debug_nans` or
+NumPy array, a list of lists, a NaN, whose sign and payload the key would lose, a keyword
+of another type) runs the function, as does every call while `jax_debug_nans` or
 `jax_debug_infs` may be on (their checks are made as primitives are bound). A warning the
 function gives is given on the call that records its plan, not on the calls that replay
 it.
@@ -72,24 +74,27 @@ def memoize_eager_operations(fn: Callable[..., Any]) -> Callable[..., Any]:
 
   def call(*args: Any, **kwargs: Any) -> Any:
     key = _kind(args)
+    f = fn
+    if key is _SEQUENCES:
+      f, args, key = _of_elements(fn, args)
     if kwargs and key is not None:
       key = _with_keywords(key, kwargs)
     trace = core.current_trace()
     if (key is None or type(trace) is not EvalTrace or trace.observed is not None
         or core.eval_output_check is not None):
-      return fn(*args, **kwargs)
+      return f(*args, **kwargs)
     plan = plans.get(key)
     if plan is None or plan is not _NO_PLAN and plan[0] is not config_values.trace_context:
-      return _record(plans, key, functools.partial(fn, **kwargs) if kwargs else fn, args,
+      return _record(plans, key, functools.partial(f, **kwargs) if kwargs else f, args,
                      trace)
     if plan is _NO_PLAN:
-      return fn(*args, **kwargs)
+      return f(*args, **kwargs)
     _, apply, operation, take, consts = plan
     try:
       return apply(operation, args if take is None else take(args + consts))
     except Exception:  # a deleted constant, say: the function says what is wrong, or mends it
       plans.pop(key, None)
-      return fn(*args, **kwargs)
+      return f(*args, **kwargs)
 
   return functools.wraps(fn)(call)
 
@@ -97,14 +102,16 @@ def memoize_eager_operations(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _kind(args: tuple) -> Any:
   """The dict key of a call: the aval of each Array argument (or, for an Array passed
   again, `("same as", its first position)`: `x * x` is not of `x * y`'s kind), the value
-  and type of each Python int and float; None for a call of any other kind. (1 == 1.0,
+  and type of each Python int and float; `_SEQUENCES` for a call with a list or tuple
+  argument (see `_of_elements`); None for a call of any other kind. (1 == 1.0,
   hence the type; an aval equals neither, so no two kinds collide. A float zero is keyed
   by its text, which tells 0.0 from -0.0; a NaN, whose sign and payload its text would
   lose, is not keyed.)"""
   if len(args) == 1:  # the common kinds first, without a loop
     x, = args
-    return (x.aval,) if type(x) is Array else None
-  if len(args) == 2:
+    if type(x) is Array:
+      return (x.aval,)
+  elif len(args) == 2:
     x, y = args
     if type(x) is Array:
       if type(y) is Array:
@@ -119,9 +126,47 @@ def _kind(args: tuple) -> Any:
       key.append(x.aval if j == i else ("same as", j))
     elif (number := _number_key(x)) is not None:
       key.extend(number)
+    elif type(x) is list or type(x) is tuple:
+      return _SEQUENCES
     else:
       return None
   return tuple(key)
+
+
+_SEQUENCES = object()  # `_kind` of a call with a list or tuple argument: see `_of_elements`
+
+
+def _of_elements(fn: Callable[..., Any], args: tuple) -> tuple[Callable[..., Any], tuple, Any]:
+  """A call with lists or tuples among its arguments (`stack([x, y])`, `reshape(x, (2, 4))`)
+  as a call of their elements: a function of the elements that rebuilds the sequences
+  and calls `fn`, the elements in their places, and the kind of that call, with each
+  sequence's type and length (None when an element is of no kind: a nested list)."""
+  elements: list = []
+  layout = []
+  for x in args:
+    if type(x) is list or type(x) is tuple:
+      elements.extend(x)
+      layout.append((type(x), len(x)))
+    else:
+      elements.append(x)
+      layout.append(None)
+
+  def of_elements(*values: Any, **kwargs: Any) -> Any:
+    rebuilt, i = [], 0
+    for part in layout:
+      if part is None:
+        rebuilt.append(values[i])
+        i += 1
+      else:
+        sequence, n = part
+        rebuilt.append(sequence(values[i:i + n]))
+        i += n
+    return fn(*rebuilt, **kwargs)
+  elements = tuple(elements)
+  key = _kind(elements)
+  if key is None or key is _SEQUENCES:
+    return of_elements, elements, None
+  return of_elements, elements, (*key, tuple(layout))
 
 
 def _number_key(x: Any) -> tuple[Any, type] | None:
