@@ -623,6 +623,10 @@ def test_bad_inputs_raise_clear_errors():
     random.bernoulli(key, 1, (2,))
   with pytest.raises(ValueError, match="uniform parameter shapes"):
     random.uniform(key, (2,), minval=jnp.zeros(3))
+  with pytest.raises(ValueError, match=r"`shape` must have non-negative sizes, got \(2, -1\)"):
+    random.normal(key, (2, -1))
+  with pytest.raises(TypeError, match="normal: `shape` must be a sequence of concrete integers"):
+    random.normal(key, (2, 1.5))
   with pytest.raises(ValueError, match="larger sample"):
     random.choice(key, 3, (4,), replace=False)
   with pytest.raises(ValueError, match="p must be None or a 1D vector"):

@@ -27,6 +27,7 @@ import numpy as np
 
 from jaxon._src import api, core, dtypes, prng_keys
 from jaxon._src.lax import lax, shape_ops, slicing
+from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import lax_numpy
 
 Array = Any
@@ -86,6 +87,8 @@ def _return_keys(wrapped: bool, keys: KeyArray) -> KeyArray:
 
 def _shape(name: str, shape: Any, arg: str = "shape") -> tuple[int, ...]:
   """A tuple of non-negative Python ints, from an int or a sequence of ints."""
+  if lax_utils.is_plain_shape(shape):
+    return shape
   dims = (shape,) if isinstance(shape, (int, np.integer)) or np.ndim(shape) == 0 else shape
   context = f"The `{arg}` argument of jaxon.random.{name} must be concrete (static)."
   try:
@@ -110,6 +113,8 @@ def _dtype(name: str, dtype: Any, kind: type, what: str) -> np.dtype:
 
 def _check_shape(name: str, shape: tuple[int, ...], *param_shapes: Shape) -> None:
   """Parameters must broadcast to exactly the requested `shape`."""
+  if not any(param_shapes):  # scalars, the usual parameters, broadcast to every shape
+    return
   try:
     result = lax.broadcast_shapes(shape, *param_shapes)
   except ValueError:

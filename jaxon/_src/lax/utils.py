@@ -125,9 +125,20 @@ def canonicalize_axis(axis: int, ndim: int, name: str = "axis") -> int:
   return axis % ndim if ndim else 0
 
 
+def is_plain_shape(shape: Any) -> bool:
+  """Whether `shape` is a tuple of non-negative Python ints, as it is canonical."""
+  return (type(shape) is tuple and _INT.issuperset(map(type, shape))
+          and min(shape, default=0) >= 0)
+
+
+_INT = frozenset([int])
+
+
 def canonicalize_shape(shape: Any, context: str = "") -> tuple[int, ...]:
   """A tuple of non-negative Python ints; traced sizes raise ConcretizationTypeError,
   anything else that is not a shape a TypeError naming it (as JAX's)."""
+  if is_plain_shape(shape):  # the usual shape, checked without a Python loop
+    return shape
   if isinstance(shape, (int, np.integer)) or (hasattr(shape, "ndim") and shape.ndim == 0):
     shape = (shape,)
   invalid = TypeError(f"Shapes must be 1D sequences of concrete values of integer type, got "
