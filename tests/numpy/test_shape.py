@@ -324,3 +324,16 @@ def test_pad_modes_property(shape, mode, data):
   np.testing.assert_array_equal(np.asarray(jnp.pad(x, widths, mode=mode)),
                                 np.pad(x, widths, mode=mode),
                                 err_msg=f"pad {shape} {widths} {mode}")
+
+
+def test_split_into_consecutive_pieces_is_one_split_and_other_indices_slice_as_numpy():
+  """JAX's jaxpr for the usual split (one `split`); indices out of order or past the end
+  give NumPy's (clipped) pieces, which are slices."""
+  x = jnp.arange(8.0)
+  assert str(jaxon.make_jaxpr(lambda x: jnp.split(x, [3, 5]))(x)) == (
+      "{ lambda ; a:f32[8]. let\n    b:f32[3] c:f32[2] d:f32[3] = split[axis=0 sizes=(3, 2, 3)] a\n"
+      "  in (b, c, d) }")
+  jaxpr = str(jaxon.make_jaxpr(lambda x: jnp.split(x, [5, 2]))(x))
+  assert "split" not in jaxpr and jaxpr.count("slice[") == 3
+  for got, want in zip(jnp.split(x, [5, 2]), np.split(np.arange(8.0), [5, 2])):
+    np.testing.assert_array_equal(np.asarray(got), want)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import api, core, dtypes
-from jaxon._src.lax import lax, shape_ops, slicing
+from jaxon._src.lax import lax, shape_ops, slicing, structural
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import util
 from jaxon._src.xla.array import Array, device_put_numpy
@@ -440,6 +440,9 @@ def _split(fun_name: str, ary: Any, indices_or_sections: Any, axis: int,
                      "array.")
   axis = lax_utils.canonicalize_axis(axis, ary.ndim)
   bounds = _split_bounds(fun_name, ary.shape[axis], indices_or_sections, equal)
+  starts, stops = zip(*bounds)
+  if starts[1:] == stops[:-1]:  # consecutive pieces, the usual split: one `split`, as JAX's
+    return list(structural.split(ary, [hi - lo for lo, hi in bounds], axis))
   return [slicing.slice_in_dim(ary, lo, hi, axis=axis) for lo, hi in bounds]
 
 
