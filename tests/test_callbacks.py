@@ -436,6 +436,7 @@ def test_effectful_programs_wait_and_pure_ones_do_not():
   printing = jaxon.jit(lambda x: (debug.print("{}", x), x + 1)[1])
   for f, waits in ((plain, False), (printing, True)):
     f(1.0)
-    exe = f._cache[next(iter(f._cache))].executable
+    cache = f._jaxon_jit._cache
+    exe = cache[next(iter(cache))].executable
     assert isinstance(exe.loaded, executable._CompletingExecutable) == waits
   jaxon.effects_barrier()

@@ -4,12 +4,15 @@ again exactly as JAX would; NumPy values, Python scalars, pending eager Arrays, 
 their uint32 data, donated and deleted buffers all give JAX's results or errors."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
 import jaxon
 import jaxon.numpy as jnp
 import jaxon.random as jr
+from jaxon._src import jit as jaxon_jit
 
 
 def traces_of(fun):
@@ -263,18 +266,47 @@ def test_a_flag_set_in_another_thread_is_that_threads_alone():
   assert len(traced) == 2  # this thread's context is as before
 
 
-def test_a_function_with_many_arrays_keeps_to_the_python_path():
-  """Rebuilding many outputs costs more through jaxlib than through jaxon's own path: past
-  `MAX_ARRAYS` arrays in and out, a function is called through the Python path."""
-  from jaxon._src.xla import cpp_dispatch
+def test_a_function_of_many_arrays_is_answered_in_cpp():
   f, traced = traces_of(lambda xs: [x * 2.0 for x in xs])
-  xs = [jnp.full(2, float(i)) for i in range(cpp_dispatch.MAX_ARRAYS)]
+  xs = [jnp.full(2, float(i)) for i in range(30)]
   f(xs)
   before = python_calls()
   for _ in range(5):
     out = f(xs)
-  assert python_calls() == before and f._cpp is None and len(traced) == 1
+  assert python_calls() == before and len(traced) == 1
   np.testing.assert_array_equal(np.asarray(out[3]), [6.0, 6.0])
+
+
+def _double(x):
+  """Doubles x."""
+  return x * 2.0
+
+
+def test_jit_returns_jaxlibs_cpp_function_with_jits_api():
+  """A call that jaxlib answers runs no Python: `jit` returns jaxlib's `PjitFunction`
+  itself, carrying the function's name, docstring and signature and the stages' API.
+  Donation, shardings and inlining keep to jaxon's Python `PjitFunction`."""
+  f = jaxon.jit(_double)
+  x = jnp.arange(3.0)
+  assert type(f).__module__ == "jaxlib._jax" and type(f).__name__ == "PjitFunction"
+  assert (f.__name__, f.__doc__, f.__wrapped__) == ("_double", "Doubles x.", _double)
+  assert repr(f) == f"<PjitFunction of {_double!r}>"
+  assert str(inspect.signature(f)) == "(x)"
+  assert "mul" in f.lower(x).as_text() and f.trace(x).jaxpr.eqns
+  assert f.eval_shape(x).shape == (3,)
+  np.testing.assert_array_equal(np.asarray(f(x)), [0.0, 2.0, 4.0])
+  assert f._cache_size() == 1
+  f.clear_cache()
+  assert f._cache_size() == 0
+  np.testing.assert_array_equal(np.asarray(f(x)), [0.0, 2.0, 4.0])
+
+  class Scaler:  # bound as a method, as a function is
+    double = jaxon.jit(lambda self, x: x * 2.0, static_argnums=0)
+  np.testing.assert_array_equal(np.asarray(Scaler().double(x)), [0.0, 2.0, 4.0])
+  for python_path in (jaxon.jit(_double, donate_argnums=0), jaxon.jit(_double, inline=True)):
+    assert type(python_path) is jaxon_jit.PjitFunction
+    assert repr(python_path) == f"<PjitFunction of {_double!r}>"
+  assert jaxon_jit.is_jitted(f) and not jaxon_jit.is_jitted(_double)
 
 
 def test_transfer_guards_see_every_call_with_host_values(caplog):

@@ -104,9 +104,18 @@ def test_cpp_cache_is_least_recently_used_over_all_functions(monkeypatch):
 
 
 def test_dead_functions_leave_the_cache():
+  """Both caches: jaxon's traces and jaxlib's C++ entries (the C++ function holds what
+  keys them), as the function dies, without waiting for the garbage collector."""
   jaxon.clear_caches()
+  x = jnp.ones(2)
   for i in range(5):
-    jit(lambda x, i=i: x + i)(1.0)  # a new function each time, as in a careless loop
+    f = jit(lambda x, i=i: x + i)  # a new function each time, as in a careless loop
+    f(x), f(x)
+    assert cpp_dispatch._cache.size() == 1
+    del f
+    assert len(jit_mod._lru) == 0 and cpp_dispatch._cache.size() == 0
+  for i in range(5):
+    jit(lambda x, i=i: x + i)(1.0)
   gc.collect()
   assert len(jit_mod._lru) == 0
 

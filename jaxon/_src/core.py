@@ -537,7 +537,9 @@ def _entry_site(frame: types.FrameType | None) -> tuple[str, str, int, str] | No
   if frame is None or entry is None:
     return None
   api = entry.co_qualname.partition(".")[0]
-  api = {"PjitFunction": "jit", "PmapFunction": "pmap"}.get(api, api)
+  # A jitted call's Python path is entered from jaxlib's C++ function, through the
+  # `cache_miss` that `xla/cpp_dispatch.pjit` gives it, or through `PjitFunction`.
+  api = {"PjitFunction": "jit", "pjit": "jit", "PmapFunction": "pmap"}.get(api, api)
   return (api, frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
 
 

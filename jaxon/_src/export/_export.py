@@ -397,8 +397,8 @@ def export_module_only(fun_jit: Callable, *, platforms: Sequence[str] | None = N
 def _exporter(fun_jit: Callable, platforms: Sequence[str] | None,
               disabled_checks: Sequence[DisabledSafetyCheck], with_jaxpr: bool
               ) -> Callable[..., Exported]:
-  from jaxon._src.jit import PjitFunction
-  if not isinstance(fun_jit, PjitFunction):
+  from jaxon._src.jit import is_jitted
+  if not is_jitted(fun_jit):
     raise ValueError(f"Function to be exported must be the result of `jit` but is: {fun_jit}")
   platforms = tuple(p.lower() for p in (platforms or (default_export_platform(),)))
   for p in platforms:

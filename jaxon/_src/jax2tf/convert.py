@@ -23,7 +23,7 @@ from tensorflow.compiler.tf2xla.python import xla as tfxla
 from jaxon._src import api, core, dtypes, tree_util
 from jaxon._src.export import _export, shape_poly
 from jaxon._src.interpreters import mlir
-from jaxon._src.jit import PjitFunction, ShapeDtypeStruct, jit
+from jaxon._src.jit import ShapeDtypeStruct, is_jitted, jit
 from jaxon._src.xla import deferred
 
 _PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
@@ -77,7 +77,7 @@ def convert(fun_jax: Callable, *, polymorphic_shapes: Any = None,
     args_specs = shape_poly.symbolic_args_specs(
         args_specs, _per_argument(polymorphic_shapes, args_tf),
         scope=shape_poly.SymbolicScope(tuple(polymorphic_constraints)))
-    fun_jit = fun_jax if isinstance(fun_jax, PjitFunction) else jit(fun_jax)
+    fun_jit = fun_jax if is_jitted(fun_jax) else jit(fun_jax)
     exported = _native_export(lambda: _export.export_module_only(
         fun_jit, platforms=platforms)(*args_specs, **kwargs_specs))
     return _call_exported(_flat(fun_jax, exported.in_tree), exported,

@@ -25,6 +25,7 @@ while JAX shares the process.
 from __future__ import annotations
 
 import collections
+import functools
 import operator
 import sys
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from typing import Any
 import numpy as np
 from jaxlib import _jax
 
-from jaxon._src import caches, config_guards, core, tree_util
+from jaxon._src import caches, config_guards, core, traceback_util, tree_util
 from jaxon._src import config as config_mod
 from jaxon._src.xla import client, executable
 from jaxon._src.xla.array import Array
@@ -132,28 +133,16 @@ def pjit(name: str, fun: Callable, cache_miss: Callable, static_argnums: Sequenc
          static_argnames: Sequence[str] = ()) -> _jax.PjitFunction:
   """A C++ jitted function: `fun` runs when jit is disabled; `cache_miss(*args, **kwargs)`
   returns `(outputs, fastpath data or None, False)` for the dynamic arguments."""
+  @traceback_util.api_boundary  # jaxlib calls it from the user's frame
   def counted_miss(*args: Any, **kwargs: Any) -> Any:
     stats["python_calls"] += 1
     return cache_miss(*args, **kwargs)
-  # jaxlib keys a function's entries by `fun` and this key: one per jitted function, so
-  # each keeps its own signatures, as jaxon's Python path does.
-  own_key = object()
-  return _jax.pjit(name, fun, counted_miss, list(static_argnums), list(static_argnames),
-                   own_key, tree_util.dispatch_registry, _refuse_resharding, _cache)
-
-
-# jaxlib's path saves about 0.85 µs a call and costs about 0.08 µs more than jaxon's own for
-# each array in and out (rebuilding an output Array is a Python call either way; jaxlib's
-# checks per argument cost more than comparing avals): past this many the Python path is
-# the faster one (2-core machine, 2026-11-29: 3 in and 2 out 5.6 -> 5.2 µs, 10 in and 10
-# out 15.5 -> 16.1 µs).
-MAX_ARRAYS = 10
-
-
-def too_many_arrays(fast: FastpathData) -> bool:
-  """Whether a function whose call carries `fast`'s arrays is better kept on the Python
-  path."""
-  return len(fast.kept_var_bitvec) + len(fast.out_avals) > MAX_ARRAYS
+  # jaxlib keys a function's entries by `fun`, and drops them when it dies: `fun` is an
+  # object of this C++ function's own, so each jitted function keeps its own signatures,
+  # as jaxon's Python path does, and they go with it.
+  own_fun = functools.partial(fun)
+  return _jax.pjit(name, own_fun, counted_miss, list(static_argnums), list(static_argnames),
+                   (), tree_util.dispatch_registry, _refuse_resharding, _cache)
 
 
 def _refuse_resharding(*args: Any) -> Any:
