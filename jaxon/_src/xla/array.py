@@ -65,9 +65,9 @@ class Array(metaclass=_ArrayMeta):
   `_buf` (which every use of the data does) runs the pending operations first.
   """
 
-  # `_dispatch_node`: how jaxlib's C++ jit flattens the Array (see `xla/cpp_dispatch.py`),
+  # `_dispatch_leaf`: what jaxlib's C++ jit sees of the Array (see `xla/cpp_dispatch.py`),
   # made on first use.
-  __slots__ = ("aval", "_buf", "_npy", "_pending", "_dispatch_node", "__weakref__")
+  __slots__ = ("aval", "_buf", "_npy", "_pending", "_dispatch_leaf", "__weakref__")
   __array_priority__ = 100
 
   def __init__(self, aval: ShapedArray, buf: _jax.ArrayImpl):
@@ -89,18 +89,18 @@ class Array(metaclass=_ArrayMeta):
     self._pending = None
 
   def __getattr__(self, name: str) -> Any:
-    """Only reached for `_buf` of a pending Array and for `_dispatch_node` not yet made
+    """Only reached for `_buf` of a pending Array and for `_dispatch_leaf` not yet made
     (slots that are set never get here)."""
     if name == "_buf" and self._pending is not None:
       _materialize(self)
       return self._buf
-    if name == "_dispatch_node":
+    if name == "_dispatch_leaf":
       # The device buffer, for jaxlib's signature. A key Array's buffer holds its physical
-      # data, whose signature another Array could have: its key type is the node's data,
-      # which the signature compares (None for other Arrays).
+      # data, whose signature another Array could have: it is wrapped with its key type.
       dtype = self.aval.dtype
-      self._dispatch_node = ((self._buf,), None if isinstance(dtype, np.dtype) else dtype)
-      return self._dispatch_node
+      self._dispatch_leaf = (self._buf if isinstance(dtype, np.dtype)
+                             else KeyData(self._buf, dtype))
+      return self._dispatch_leaf
     raise AttributeError(f"'Array' object has no attribute {name!r}")
 
   shape = property(lambda self: self.aval.shape)
@@ -292,6 +292,16 @@ class Array(metaclass=_ArrayMeta):
 
   def __dlpack_device__(self) -> tuple[int, int]:
     return self._value.__dlpack_device__()
+
+
+class KeyData:
+  """A key Array's buffer as jaxlib's C++ jit sees it: a node whose data is the key type,
+  which the call's signature compares."""
+
+  __slots__ = ("buf", "dtype")
+
+  def __init__(self, buf: _jax.ArrayImpl, dtype: Any):
+    self.buf, self.dtype = buf, dtype
 
 
 class Shard(NamedTuple):

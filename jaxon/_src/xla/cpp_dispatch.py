@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import operator
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,7 +36,7 @@ from jaxlib import _jax
 from jaxon._src import caches, config_guards, core, traceback_util, tree_util
 from jaxon._src import config as config_mod
 from jaxon._src.xla import client, executable
-from jaxon._src.xla.array import Array
+from jaxon._src.xla.array import Array, KeyData
 
 _disable_jit = _jax.config.Config("jax_disable_jit", False)
 _enable_x64 = _jax.config.Config("jax_enable_x64", False)
@@ -106,12 +105,16 @@ def _array_from_node(aval: Any, children: Sequence[Any]) -> Array:
   x.aval = aval
   x._buf, = children
   x._npy = x._pending = None
-  x._dispatch_node = (children, None)
+  x._dispatch_leaf = x._buf
   return x
 
 
-tree_util.dispatch_registry.register_node(Array, operator.attrgetter("_dispatch_node"),
-                                          _array_from_node)
+# An Array argument is read as its `_dispatch_leaf`, the buffer (a dataclass node: jaxlib
+# reads the attribute itself, cheaper than calling a flattening function: a call with 30
+# Array arguments 15.3 -> 14.0 µs); a key's wraps its buffer with its key type, which the
+# signature compares.
+tree_util.dispatch_registry.register_dataclass_node(Array, ["_dispatch_leaf"], [])
+tree_util.dispatch_registry.register_dataclass_node(KeyData, ["buf"], ["dtype"])
 tree_util.dispatch_registry.register_node(_Output, lambda o: ((o.buf,), o.aval),
                                           _array_from_node)
 
