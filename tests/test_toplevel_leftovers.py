@@ -69,6 +69,9 @@ def test_allow_f16_reductions_false_refuses_half_precision_sums():
     with pytest.raises(ValueError, match=r"reduce_sum on operand f16\[3\] is not allowed "
                        "when jax_allow_f16_reductions=False"):
       jaxon.lax.reduce_sum(x, (0,))
+    with pytest.raises(ValueError, match=r"operand bf16\[3\] is not allowed"):
+      jaxon.lax.reduce_sum(x.astype(jnp.bfloat16), (0,))
+    assert float(jaxon.lax.reduce_sum(x.astype(jnp.float32), (0,))) == 3.0
   assert float(jaxon.lax.reduce_sum(x, (0,))) == 3.0
 
 

@@ -193,11 +193,15 @@ def _axis_reduction_batch_rule(prim: core.Primitive) -> Callable:
   return rule
 
 
+# As dtypes, a set: every eager sum runs the check, and comparing a dtype with a scalar type
+# converts the type first (0.28 -> 0.15 µs a check).
+_HALF_FLOATS = frozenset([np.dtype(np.float16), np.dtype(dtypes.bfloat16)])
+
+
 def _check_half_precision_sum(operand: ShapedArray, *, axes: tuple[int, ...]) -> None:
   """`jax_allow_f16_reductions=False` refuses sums of float16/bfloat16 over more than one
   element, which lose precision (jnp.sum accumulates them in float32 and is unaffected)."""
-  if (operand.dtype in (np.float16, dtypes.bfloat16)
-      and not config_values.jax_allow_f16_reductions
+  if (operand.dtype in _HALF_FLOATS and not config_values.jax_allow_f16_reductions
       and any(operand.shape[a] != 1 for a in axes)):
     raise ValueError(f"reduce_sum on operand {operand.str_short()} is not allowed when "
                      "jax_allow_f16_reductions=False.")
