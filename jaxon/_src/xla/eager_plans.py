@@ -179,19 +179,22 @@ def _number_key(x: Any) -> tuple[Any, type] | None:
 
 
 def _with_keywords(key: tuple, kwargs: dict) -> tuple | None:
-  """`key` with the call's keyword arguments (`axis=0`, `keepdims=True`, `atol=0.5`), when
-  each is None, a bool, an int, a float (keyed as positional ones are, with its type) or a
-  tuple of ints; None otherwise. (A pair never equals an element of the positional key.)"""
+  """`key` with the call's keyword arguments (`axis=0`, `keepdims=True`, `atol=0.5`), in
+  the order given (another order is another kind, which records a plan of its own), when
+  each is None, a bool, an int, a tuple of ints or a float (keyed as positional ones are,
+  with its type); None otherwise. (Their tuple never equals an element of the positional
+  key.)"""
   items = []
   for name, value in kwargs.items():
     t = type(value)
-    if (number := _number_key(value)) is not None:
-      items.append((name, *number))
-    elif value is None or t is bool or t is tuple and all(type(i) is int for i in value):
+    if t is int or t is bool or value is None or t is tuple and all(type(i) is int
+                                                                   for i in value):
       items.append((name, value, t))
+    elif (number := _number_key(value)) is not None:
+      items.append((name, *number))
     else:
       return None
-  return (*key, tuple(sorted(items)))
+  return (*key, tuple(items))
 
 
 def _record(plans: dict, key: Any, fn: Callable[..., Any], args: tuple,
