@@ -4,6 +4,7 @@ again exactly as JAX would; NumPy values, Python scalars, pending eager Arrays, 
 their uint32 data, donated and deleted buffers all give JAX's results or errors."""
 from __future__ import annotations
 
+import functools
 import inspect
 
 import numpy as np
@@ -307,6 +308,7 @@ def test_jit_returns_jaxlibs_cpp_function_with_jits_api():
     assert type(python_path) is jaxon_jit.PjitFunction
     assert repr(python_path) == f"<PjitFunction of {_double!r}>"
   assert jaxon_jit.is_jitted(f) and not jaxon_jit.is_jitted(_double)
+  assert not jaxon_jit.is_jitted(functools.wraps(f)(lambda x: f(x) + 1.0))
 
 
 def test_transfer_guards_see_every_call_with_host_values(caplog):

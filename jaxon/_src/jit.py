@@ -459,9 +459,11 @@ def _cache_miss_of(function: weakref.ref[PjitFunction]) -> Callable[..., tuple]:
 
 def is_jitted(fun: Any) -> bool:
   """Whether `fun` is the result of jaxon's `jit`: a `PjitFunction`, or jaxlib's C++
-  function made of one (a JAX-jitted function is not)."""
-  return isinstance(fun, PjitFunction) or isinstance(getattr(fun, "_jaxon_jit", None),
-                                                     PjitFunction)
+  function made of one (not a JAX-jitted function, nor a wrapper that copied the
+  attributes of a jitted one with `functools.wraps`)."""
+  return isinstance(fun, PjitFunction) or (
+      type(fun) is cpp_dispatch.CppFunction
+      and isinstance(getattr(fun, "_jaxon_jit", None), PjitFunction))
 
 
 def _unhashable_static_error(statics: tuple) -> ValueError:

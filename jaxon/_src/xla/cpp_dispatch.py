@@ -126,6 +126,8 @@ FastpathData = collections.namedtuple("FastpathData", [
     "xla_executable", "out_pytree_def", "in_shardings", "out_shardings", "out_avals",
     "out_committed", "kept_var_bitvec", "in_device_local_layouts", "const_args"])
 
+CppFunction = _jax.PjitFunction  # the type of what `pjit` returns
+
 # Every jitted function's C++ entries, bounded as JAX's (least recently used go first).
 _cache = _jax.PjitFunctionCache(capacity=8192)
 caches.register(_cache.clear)
