@@ -645,3 +645,28 @@ def test_values_recorded_from_jax():
 
 def test_fori_loop_float_bounds_like_jax():
   assert float(lax.fori_loop(np.float32(1), 4., lambda i, c: c + i, 0.)) == 6.0
+
+
+def test_eager_cond_of_the_same_branches_reuses_its_program(monkeypatch):
+  """Branches traced before give the same jaxprs again (so the signature and program of
+  the eager `cond` are found, not lowered again); other branches, or a branch closing over
+  another value, are new ones."""
+  from jaxon._src.xla import executable
+  compiled = []
+  original = executable.compile_primitive
+  monkeypatch.setattr(executable, "compile_primitive",
+                      lambda *a, **k: compiled.append(a[0].name) or original(*a, **k))
+  jaxon.clear_caches()
+  x = jnp.arange(3.0)
+  for pred in (True, False, True, False):
+    want = np.sin(np.arange(3.0)) if pred else np.cos(np.arange(3.0))
+    np.testing.assert_allclose(np.asarray(lax.cond(pred, jnp.sin, jnp.cos, x)), want,
+                               rtol=1e-6)
+  assert compiled.count("cond") == 1
+  np.testing.assert_allclose(np.asarray(lax.cond(True, jnp.cos, jnp.sin, x)),
+                             np.cos(np.arange(3.0)), rtol=1e-6)
+  for scale in (2.0, 3.0):
+    c = jnp.full(3, scale)
+    np.testing.assert_allclose(np.asarray(lax.cond(True, lambda v, c=c: v * c, jnp.sin, x)),
+                               scale * np.arange(3.0))
+  assert compiled.count("cond") == 4

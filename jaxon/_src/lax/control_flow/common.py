@@ -62,6 +62,14 @@ def trace_to_jaxpr(fun: Callable, in_tree: tree_util.PyTreeDef,
   return result
 
 
+# first function's jaxpr -> (the others' jaxprs, what `trace_with_common_consts` made of
+# them): when every function's trace comes from `_trace_cache`, the same jaxprs, so that
+# an eager `cond` finds its signature and compiled program instead of lowering its
+# branches again (600 µs a call).
+_common_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_common_cache.clear)
+
+
 def trace_with_common_consts(funs: Sequence[Callable], in_tree: tree_util.PyTreeDef,
                              in_avals: Sequence[ShapedArray]
                              ) -> tuple[list[ClosedJaxpr], list[Any], list[Any]]:
@@ -69,6 +77,19 @@ def trace_with_common_consts(funs: Sequence[Callable], in_tree: tree_util.PyTree
   (the union of what each closes over) before the inputs: the branches of a `cond`.
   Returns (jaxprs, consts, out_trees)."""
   traced = [trace_to_jaxpr(f, in_tree, in_avals) for f in funs]
+  first, *others = [jaxpr for jaxpr, _, _ in traced]
+  seen = _common_cache.get(first)
+  if seen is not None and len(seen[0]) == len(others) and all(
+      a is b for a, b in zip(seen[0], others)):
+    return seen[1]
+  result = _with_common_consts(traced)
+  _common_cache[first] = (tuple(others), result)
+  return result
+
+
+def _with_common_consts(traced: list[tuple[ClosedJaxpr, list[Any], Any]]
+                        ) -> tuple[list[ClosedJaxpr], list[Any], list[Any]]:
+  """`trace_with_common_consts` of the traces of its functions."""
   consts: dict[int, Any] = {}
   for _, cs, _ in traced:
     for c in cs:
