@@ -417,6 +417,11 @@ _MEMOIZED = {  # name: (function, arguments); each Array argument varies between
     "column_stack": (lambda v, m: jnp.column_stack([v, m]), (_V, _M)),
     "moveaxis_tuples": (lambda m: jnp.moveaxis(m, (0, 1), (1, 0)), (_M,)),
     "roll_tuples": (lambda m: jnp.roll(m, (1, 2), (0, 1)), (_M,)),
+    "fft": (jnp.fft.fft, (_V,)), "ifft": (lambda m: jnp.fft.ifft(m, axis=0), (_M,)),
+    "rfft": (lambda v: jnp.fft.rfft(v, 6), (_V,)), "irfft": (jnp.fft.irfft, (_M,)),
+    "tile": (lambda v: jnp.tile(v, (2, 2)), (_V,)), "pad": (lambda m: jnp.pad(m, 2), (_M,)),
+    "pad_values": (lambda v: jnp.pad(v, (1, 2), constant_values=-1.5), (_V,)),
+    "take_along_axis": (lambda m, i: jnp.take_along_axis(m, i, axis=1), (_M, _I[:, None])),
 }
 
 

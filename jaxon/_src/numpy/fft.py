@@ -23,6 +23,7 @@ from jaxon._src.lax import utils as lax_utils
 from jaxon._src.lax.fft import FftType
 from jaxon._src.lax.fft import fft as lax_fft
 from jaxon._src.numpy import shape, ufuncs, util
+from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 _NORMS = (None, "backward", "ortho", "forward")
 _MAX_DIMS = 3  # XLA transforms at most three dimensions at once
@@ -136,6 +137,7 @@ def _one_axis(n: int | None, axis: int) -> tuple[Sequence[int] | None, tuple[int
 
 # ----------------------------------------------------------------------------- 1-D
 
+@memoize_eager_operations
 def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
   """One-dimensional discrete Fourier transform along `axis`.
 
@@ -150,17 +152,20 @@ def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -
   return _fftn("fft", FftType.FFT, a, *_one_axis(n, axis), norm)
 
 
+@memoize_eager_operations
 def ifft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
   """Inverse of `fft`: with the default norm it divides by n."""
   return _fftn("ifft", FftType.IFFT, a, *_one_axis(n, axis), norm)
 
 
+@memoize_eager_operations
 def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
   """`fft` of a real input, keeping the n // 2 + 1 non-negative frequencies (the others
   are their complex conjugates)."""
   return _fftn("rfft", FftType.RFFT, a, *_one_axis(n, axis), norm)
 
 
+@memoize_eager_operations
 def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> Any:
   """Inverse of `rfft`: the real signal of length `n` (default 2 * (m - 1) for an input
   of m frequencies) whose spectrum's non-negative half is `a`."""

@@ -706,6 +706,7 @@ def _batched_dnums(ndim: int, axis: int) -> tuple[int, ...]:
   return tuple(d for d in range(ndim) if d != axis)
 
 
+@memoize_eager_operations
 def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None,
                     fill_value: Any = None) -> Any:
   """`arr` read at `indices` along `axis`, pairing every other dimension of the two (which

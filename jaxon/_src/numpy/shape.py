@@ -574,6 +574,7 @@ def _roll_axis(a: Any, shift: int, axis: int) -> Any:
 
 # ----------------------------------------------------------------------------- repeating
 
+@memoize_eager_operations
 def tile(A: Any, reps: int | Sequence[int]) -> Any:
   """`A` repeated `reps[i]` times along axis i (leading axes added to match `reps`).
 
@@ -653,6 +654,7 @@ _PAD_KWARGS = {"constant": {"constant_values"}, "empty": set(), "edge": set(), "
                "linear_ramp": {"end_values"}, **{m: {"stat_length"} for m in _STAT_MODES}}
 
 
+@memoize_eager_operations
 def pad(array: Any, pad_width: Any, mode: str = "constant", **kwargs: Any) -> Any:
   """Pads `array` with `pad_width` elements before and after each axis, as `numpy.pad`.
 

@@ -29,8 +29,9 @@ primitives follow from shapes, dtypes and plain parameters: `jnp`'s elementwise
 arithmetic, comparisons and math functions (those of the `_ufunc` table, `clip`,
 `isclose`, …), `where` of three arguments, the reductions and statistics (`sum` to `std`,
 `cumsum`, `average`, `cov`, …), products (`@`, `dot`, `outer`, `kron`, …), moves of axes
-and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, …), joins (`stack`,
-`concatenate`, `hstack`, `vstack`, `dstack`, `column_stack`), sorting (`sort`,
+and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, `take_along_axis`, …), joins
+(`stack`, `concatenate`, `hstack`, `vstack`, `dstack`, `column_stack`), `pad`, `tile`, the
+one-dimensional FFTs (`fft`, `ifft`, `rfft`, `irfft`), sorting (`sort`,
 `median`, `quantile`), `linspace`, `linalg`'s `norm`, `solve`, `inv`, `det` and
 `cholesky`, `logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu`
 and `relu6`).
