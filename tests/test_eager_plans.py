@@ -441,6 +441,31 @@ def test_memoized_functions_replay_and_compose_what_they_compute_in_full(name, m
   assert len(runs) <= 1  # one program: the primitive, or the composite of several
 
 
+_MEMOIZED_SEVERAL = {  # functions that return a tuple, list or named tuple of Arrays
+    "svd": (jnp.linalg.svd, (_M,)), "eigh": (jnp.linalg.eigh, (_M @ _M.T,)),
+    "qr": (jnp.linalg.qr, (_M,)), "slogdet": (jnp.linalg.slogdet, (_M,)),
+    "split": (lambda v: jnp.split(v, 2), (_V,)),
+    "array_split": (lambda m: jnp.array_split(m, 3, axis=1), (_M,)),
+    "divmod": (jnp.divmod, (_M, _M.T + 3.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_MEMOIZED_SEVERAL))
+def test_functions_of_several_results_replay_and_compose_them(name, monkeypatch):
+  fn, args = _MEMOIZED_SEVERAL[name]
+  runs = _one_by_one_runs(monkeypatch)
+  for call in range(eager_plans._COMPOSE_AFTER + 3):
+    varied = tuple(a * (call + 1) for a in args)
+    want = fn(*varied)
+    runs.clear()
+    got = fn(*map(jnp.asarray, varied))
+    assert type(got) is type(want) and len(got) == len(want)
+    for g, w in zip(got, want):
+      assert type(g) is Array and g.dtype == w.dtype
+      np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
+  assert len(runs) <= 1
+
+
 def test_the_oldest_composites_are_dropped_past_the_bound(monkeypatch):
   monkeypatch.setattr(eager_plans, "_MAX_COMPOSITES", 2)
   inputs = [jnp.asarray(np.ones(n, np.float32)) for n in (2, 3, 4)]

@@ -115,6 +115,7 @@ def cholesky(a: Any, *, upper: bool = False, symmetrize_input: bool = True) -> A
   return _H(l) if upper else l
 
 
+@memoize_eager_operations
 def qr(a: Any, mode: str = "reduced") -> Any:
   """QR decomposition a = Q R.
 
@@ -141,6 +142,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
   return r if mode == "r" else QRResult(q, r)
 
 
+@memoize_eager_operations
 def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False,
         subset_by_index: tuple[int, int] | None = None) -> Any:
   """Singular value decomposition a = U diag(S) Vh.
@@ -194,6 +196,7 @@ def svdvals(x: Any, /) -> Any:
   return svd(x, compute_uv=False)
 
 
+@memoize_eager_operations
 def eigh(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> EighResult:
   """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of Hermitian matrices.
 
@@ -335,6 +338,7 @@ def _cofactor_solve(a: Any, b: Any) -> tuple[Any, Any]:
   return partial_det[..., -1], ufuncs.where(low_rank, 0, x)
 
 
+@memoize_eager_operations
 def slogdet(a: Any, *, method: str | None = None) -> SlogdetResult:
   """The sign (a unit complex number for complex input) and the log of the absolute value of
   the determinant: det = sign · exp(logabsdet), without overflow. (0, -inf) when singular.

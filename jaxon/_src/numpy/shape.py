@@ -446,6 +446,7 @@ def _split(fun_name: str, ary: Any, indices_or_sections: Any, axis: int,
   return [slicing.slice_in_dim(ary, lo, hi, axis=axis) for lo, hi in bounds]
 
 
+@memoize_eager_operations
 def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
   """Splits `ary` along `axis` into equal sections (an int) or at the given indices.
 
@@ -454,6 +455,7 @@ def split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
   return _split("split", ary, indices_or_sections, axis, equal=True)
 
 
+@memoize_eager_operations
 def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
   """Like `split`, but an int number of sections need not divide the axis: the first
   `size % sections` pieces get one extra element."""

@@ -326,6 +326,7 @@ def fmod(x1: Any, x2: Any, /) -> Any:
   return lax.rem(x1, x2)
 
 
+@memoize_eager_operations
 def divmod(x1: Any, x2: Any, /) -> tuple[Any, Any]:
   """`(floor_divide(x1, x2), remainder(x1, x2))`, elementwise."""
   x1, x2 = _promote_args_numeric("divmod", x1, x2)

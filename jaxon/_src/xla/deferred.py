@@ -244,21 +244,23 @@ def apply_signature(sig: _Signature, args: Sequence[Array]) -> Any:
 
 class Composite:
   """Several operations of known signatures compiled as one program, as a batch of them
-  is (fenced: it computes what they compute one by one), returning one result: how
-  `eager_plans.py` runs a `jnp` function of several primitives with one executable call,
-  as JAX runs its jitted `jnp` functions."""
+  is (fenced: it computes what they compute one by one), returning some of their results:
+  how `eager_plans.py` runs a `jnp` function of several primitives with one executable
+  call, as JAX runs its jitted `jnp` functions."""
 
-  __slots__ = ("execute", "handlers", "out_aval", "checked")
+  __slots__ = ("execute", "handlers", "out_avals", "checked")
 
   def __init__(self, leaf_avals: Sequence[core.ShapedArray],
-               steps: Sequence[tuple[_Signature, tuple]], returned: tuple[int, int]):
+               steps: Sequence[tuple[_Signature, tuple]],
+               returned: Sequence[tuple[int, int]]):
     """`steps`: each operation's signature and operands, as a batch records them (an int
-    for a leaf, (operation, output) for an earlier result)."""
+    for a leaf, (operation, output) for an earlier result); `returned`: the (operation,
+    output) of each result."""
     nodes = [(sig, refs, ()) for sig, refs in steps]
-    exe = executable.Executable(_batch_jaxpr(leaf_avals, nodes, [returned]), [], "eager",
+    exe = executable.Executable(_batch_jaxpr(leaf_avals, nodes, list(returned)), [], "eager",
                                 eager=True)
     self.execute, self.handlers = exe.loaded.execute_sharded, exe._handlers
-    self.out_aval = steps[returned[0]][0].out_avals[returned[1]]
+    self.out_avals = [steps[op][0].out_avals[i] for op, i in returned]
     # Operations whose `config_check` runs on each application, as it does one by one.
     self.checked = tuple(sig for sig, _ in steps if sig.prim.config_check is not None)
 
@@ -269,7 +271,7 @@ class Composite:
     return not sig.runs_alone and all(a.dtype != dtypes.float0 for a in sig.out_avals)
 
 
-def apply_composite(composite: Composite, leaves: Sequence[Array]) -> Array | None:
+def apply_composite(composite: Composite, leaves: Sequence[Array]) -> list[Array] | None:
   """Runs `composite` on `leaves` at once, as an operation that runs alone (outside the
   windows that decide what is batched). None, for the caller to apply the operations one
   by one, where an operand is pending (they then join the batch computing it) or the call
@@ -280,11 +282,11 @@ def apply_composite(composite: Composite, leaves: Sequence[Array]) -> Array | No
   for sig in composite.checked:
     sig.check_config()
   try:
-    buf, = composite.execute([*map(_buffer_of, leaves), _negative_zero()._buf]
+    bufs = composite.execute([*map(_buffer_of, leaves), _negative_zero()._buf]
                              ).consume_with_handlers(composite.handlers)
   except _jax.JaxRuntimeError:
     return None
-  return Array(composite.out_aval, buf)
+  return list(map(Array, composite.out_avals, bufs))
 
 
 def _run_now(sig: _Signature, args: Sequence[Array]) -> Any:

@@ -8,17 +8,17 @@ JAX skips them by jitting its `jnp` functions (its C++ dispatch keys the call by
 types). Here a function wrapped by `memoize_eager_operations` watches its first eager call
 of each kind (the avals of its Array arguments, the values and types of its Python
 scalars, the type and length of each list or tuple argument and the same of its elements,
-the trace-context flags) and, when that call applied at most `_MAX_STEPS`
-primitives and returned the result of one, keeps a *plan*: the primitives, their
-parameters and where each operand came from (an argument, a constant the function made,
-such as the scalar's device copy, or an earlier primitive's result). Later calls of that
-kind apply the primitives directly, in order (each with its eager signature, found once,
-where it runs through `deferred.apply_primitive`), so eager batching (`deferred.py`) sees
-the same operations as before. A plan of several primitives (`mean`, `var`, `softmax`)
-that comes again is compiled into one program, fenced as a batch is so that it computes
-what the primitives compute one by one, and runs as one executable call, as JAX runs its
-jitted `jnp` functions (`_Steps`). A primitive that is the identity when evaluated
-(`stop_gradient`) is left out of a plan.
+the trace-context flags) and, when that call applied at most `_MAX_STEPS` primitives and
+returned results of them (one, or a tuple, list or named tuple of them), keeps a *plan*:
+the primitives, their parameters and where each operand came from (an argument, a constant
+the function made, such as the scalar's device copy, or an earlier primitive's result).
+Later calls of that kind apply the primitives directly, in order (each with its eager
+signature, found once, where it runs through `deferred.apply_primitive`), so eager
+batching (`deferred.py`) sees the same operations as before. A plan of several primitives
+(`mean`, `var`, `softmax`) that comes again is compiled into one program, fenced as a
+batch is so that it computes what the primitives compute one by one, and runs as one
+executable call, as JAX runs its jitted `jnp` functions (`_Steps`). A primitive that is
+the identity when evaluated (`stop_gradient`) is left out of a plan.
 
 A plan is only right for functions whose primitives and constants follow from the kind
 alone. A call that reads the value of an argument, or of a result computed from one
@@ -31,10 +31,10 @@ arithmetic, comparisons and math functions (those of the `_ufunc` table, `clip`,
 `cumsum`, `average`, `cov`, …), products (`@`, `dot`, `outer`, `kron`, …), moves of axes
 and diagonals (`ravel`, `moveaxis`, `tril`, `diag`, `take`, `take_along_axis`, …), joins
 (`stack`, `concatenate`, `hstack`, `vstack`, `dstack`, `column_stack`), `pad`, `tile`, the
-one-dimensional FFTs (`fft`, `ifft`, `rfft`, `irfft`), sorting (`sort`,
-`median`, `quantile`), `linspace`, `linalg`'s `norm`, `solve`, `inv`, `det` and
-`cholesky`, `logsumexp`, and the activations of `nn` (not the `custom_jvp` ones, `relu`
-and `relu6`).
+one-dimensional FFTs (`fft`, `ifft`, `rfft`, `irfft`), `split`, `array_split`, `divmod`,
+sorting (`sort`, `median`, `quantile`), `linspace`, `linalg`'s `norm`, `solve`, `inv`,
+`det`, `slogdet`, `cholesky`, `qr`, `svd` and `eigh`, `logsumexp`, and the activations
+of `nn` (not the `custom_jvp` ones, `relu` and `relu6`).
 Keyword arguments are part of the kind when they are None, bools, ints, floats or tuples
 of ints (`axis=0`, `keepdims=True`, `atol=0.5`). A call of any other kind (a tracer, a
 NumPy array, a list of lists, a NaN, whose sign and payload the key would lose, a keyword
@@ -263,16 +263,17 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
     for r in outs:
       sources[id(r)] = ("result", results)
       results += 1
-  returned = sources.get(id(out))
-  if returned is None or returned[0] != "result":
+  returned = _returned(out, sources)
+  if returned is None:
     return _NO_PLAN
+  returned_refs, rebuild = returned
   start = {"arg": 0, "const": len(args), "result": len(args) + len(consts)}
   def position(ref: tuple[str, int]) -> int:
     return start[ref[0]] + ref[1]
-  if len(steps) > 1 or steps[0][2]:
+  if len(steps) > 1 or steps[0][2] or rebuild is not None:
     program = _Steps(tuple((apply, operation, tuple(map(position, refs)), multiple)
                            for (apply, operation), refs, multiple in steps),
-                     tuple(consts), position(returned))
+                     tuple(consts), tuple(map(position, returned_refs)), rebuild)
     return config_values.trace_context, _replay_steps, program, None, ()
   # One primitive, the usual case, replays without `_replay_steps`'s list of values: that
   # list cost eager code 0.3-0.4 µs an operation (2-core machine, 200-operation chains).
@@ -285,6 +286,26 @@ def _plan(observed: list[tuple], args: tuple, out: Any) -> Any:
   return config_values.trace_context, apply, operation, take, tuple(consts)
 
 
+def _returned(out: Any, sources: dict[int, tuple[str, int]]
+              ) -> tuple[tuple[tuple[str, int], ...], Callable[[Any], Any] | None] | None:
+  """Where a call's result comes from: the source of each Array it returns, and how to
+  make the result of them (None for one Array; its tuple, list or named tuple type for
+  several, `svd`'s `(u, s, vh)`); None unless every returned value is a primitive's
+  result."""
+  if type(out) is Array:
+    outs, rebuild = (out,), None
+  elif type(out) is tuple or type(out) is list:
+    outs, rebuild = out, type(out)
+  elif isinstance(out, tuple) and hasattr(out, "_make"):
+    outs, rebuild = out, type(out)._make
+  else:
+    return None
+  refs = tuple(sources.get(id(x)) if type(x) is Array else None for x in outs)
+  if not refs or any(ref is None or ref[0] != "result" for ref in refs):
+    return None
+  return refs, rebuild
+
+
 def _applier(prim: core.Primitive, operands: tuple, params: dict) -> tuple[Callable, Any]:
   """(`apply`, `operation`) for one primitive: its eager signature where it has one."""
   replay = deferred.signature_replay(prim, operands, params)
@@ -292,17 +313,19 @@ def _applier(prim: core.Primitive, operands: tuple, params: dict) -> tuple[Calla
 
 
 class _Steps:
-  """A plan of several primitives, or of one with several results: (`apply`, `operation`,
-  operand positions, whether it has several results) for each, the constants, the
-  position of the returned value. From its `_COMPOSE_AFTER`th replay on, the primitives
+  """A plan of several primitives, or of one with several results, or returning several:
+  (`apply`, `operation`, operand positions, whether it has several results) for each, the
+  constants, the positions of the returned values and how to make the result of them
+  (None: the one value itself). From its `_COMPOSE_AFTER`th replay on, the primitives
   run as one compiled program where they run at once (`composite`, reading the values that
   `leaves` takes); until then, and where none can be made, one by one. Compiling costs as
   much as a few thousand eager operations, so only a kind that comes again gets one."""
 
-  __slots__ = ("steps", "consts", "returned", "replays", "composite", "leaves")
+  __slots__ = ("steps", "consts", "returned", "rebuild", "replays", "composite", "leaves")
 
-  def __init__(self, steps: tuple, consts: tuple, returned: int):
-    self.steps, self.consts, self.returned = steps, consts, returned
+  def __init__(self, steps: tuple, consts: tuple, returned: tuple[int, ...],
+               rebuild: Callable[[Any], Any] | None):
+    self.steps, self.consts, self.returned, self.rebuild = steps, consts, returned, rebuild
     self.replays = 0
     self.composite: deferred.Composite | None = None
     self.leaves: Callable[[tuple], tuple] | None = None
@@ -326,7 +349,7 @@ class _Steps:
     self.composite = deferred.Composite(
         [values[p].aval for p in read],
         [(sig, tuple(map(ref, positions))) for _, sig, positions, _ in self.steps],
-        ref(self.returned))
+        [ref(p) for p in self.returned])
     with _record_lock:  # each holds an executable: the oldest are dropped, to be made again
       _composed.append(self)  # if their kinds come back
       if len(_composed) > _MAX_COMPOSITES:
@@ -352,9 +375,9 @@ _SIGNATURE_APPLIERS = (deferred.apply_signature, deferred.apply_checked_signatur
 def _replay_steps(program: _Steps, args: tuple) -> Any:
   composite = program.composite
   if composite is not None:
-    out = deferred.apply_composite(composite, program.leaves((*args, *program.consts)))
-    if out is not None:
-      return out
+    outs = deferred.apply_composite(composite, program.leaves((*args, *program.consts)))
+    if outs is not None:
+      return outs[0] if program.rebuild is None else program.rebuild(outs)
   elif program.replays < _COMPOSE_AFTER:
     program.replays += 1
     if program.replays == _COMPOSE_AFTER:
@@ -366,7 +389,9 @@ def _replay_steps(program: _Steps, args: tuple) -> Any:
       values.extend(out)
     else:
       values.append(out)
-  return values[program.returned]
+  if program.rebuild is None:
+    return values[program.returned[0]]
+  return program.rebuild([values[p] for p in program.returned])
 
 
 def _apply_impl(operation: tuple, operands: tuple) -> Any:
