@@ -138,7 +138,7 @@ _SEQUENCES = object()  # `_kind` of a call with a list or tuple argument: see `_
 
 
 def _of_elements(fn: Callable[..., Any], args: tuple) -> tuple[Callable[..., Any], tuple, Any]:
-  """A call with lists or tuples among its arguments (`stack([x, y])`, `reshape(x, (2, 4))`)
+  """A call with lists or tuples among its arguments (`stack([x, y])`, `roll(x, (1, 2), (0, 1))`)
   as a call of their elements: a function of the elements that rebuilds the sequences
   and calls `fn`, the elements in their places, and the kind of that call, with each
   sequence's type and length (None when an element is of no kind: a nested list)."""
