@@ -212,12 +212,15 @@ def test_keywords_of_plain_values_are_part_of_the_kind():
   a = np.arange(12, dtype=np.float32).reshape(3, 4)
   for shift in (0.0, 2.0):
     x = jnp.asarray(a + shift)
-    for kwargs in ({"axis": 0}, {"axis": 1}, {"axis": (0, 1)}, {"axis": 1, "keepdims": True}):
+    for kwargs in ({"axis": 0}, {"axis": 1}, {"axis": (0, 1)}, {"axis": 1, "keepdims": True},
+                   {"keepdims": True, "axis": 1}):
       np.testing.assert_allclose(np.asarray(total(x, **kwargs)), (a + shift).sum(**kwargs),
                                  rtol=1e-6)
     np.testing.assert_allclose(np.asarray(jnp.sum(x, axis=0, where=x > 3)),
                                np.where(a + shift > 3, a + shift, 0).sum(0), rtol=1e-6)
-  assert len(runs) == 4  # one per kind of keywords: the second shift replays them
+  # One per kind of keywords (the same keywords in another order are another kind): the
+  # second shift replays them.
+  assert len(runs) == 5
 
 
 def test_float_keywords_are_keyed_with_their_type_and_sign():

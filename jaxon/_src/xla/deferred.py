@@ -110,7 +110,7 @@ class _Signature:
     if self._executable is None:
       exe = executable.compile_primitive(self.prim, self.in_avals, self.out_avals,
                                          self.params)
-      if not (self.prim.multiple_results or self.effectful or exe._float0_outputs):
+      if not (self.multiple_results or self.effectful or exe._float0_outputs):
         self._direct_call = (exe.loaded.execute_sharded, exe._handlers, self.out_avals[0])
       self._executable = exe
     return self._executable
@@ -305,7 +305,7 @@ def _run_now(sig: _Signature, args: Sequence[Array]) -> Any:
     else:
       return Array(out_aval, buf)
   outs = sig.executable()(args)
-  return outs if sig.prim.multiple_results else outs[0]
+  return outs if sig.multiple_results else outs[0]
 
 
 def _record_in_thread_batch(sig: _Signature, args: Sequence[Array], step: int | None,
