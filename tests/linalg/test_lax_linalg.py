@@ -9,6 +9,7 @@ import scipy.linalg
 
 import jaxon
 from jaxon.lax import linalg
+from jaxon._src.interpreters import mlir
 from tests.linalg.linalg_util import adjoint, close, eager_and_jit, hpd, rand
 from tests.transform_util import check_vmap
 
@@ -42,6 +43,13 @@ def test_cholesky(precision, kind, shape):
 def test_cholesky_of_indefinite_matrix_is_nan():
   out = np.asarray(linalg.cholesky(np.array([[1., 2.], [2., 1.]], np.float32)))
   assert np.isnan(out[np.tril_indices(2)]).all() and out[0, 1] == 0
+
+
+def test_cholesky_marks_only_the_indefinite_matrices_of_a_batch():
+  batch = np.array([[[1., 2.], [2., 1.]], [[4., 2.], [2., 2.]]], np.float32)
+  out = np.asarray(linalg.cholesky(batch))
+  assert np.isnan(out[0][np.tril_indices(2)]).all() and out[0, 0, 1] == 0
+  np.testing.assert_array_equal(out[1], [[2., 0.], [1., 1.]])
 
 
 # Each side, triangle, op(a) (a, aᵀ, conj(a), aᴴ) and diagonal kind appears at least once.
@@ -184,8 +192,8 @@ def test_jit(name, f, make_args):
 # ----------------------------------------------------------------------------- lowering, errors
 
 @pytest.mark.parametrize("f,expected", [
-    (linalg.cholesky, "stablehlo.cholesky"),
-    (lambda x: linalg.triangular_solve(x, x, left_side=True), "stablehlo.triangular_solve"),
+    (linalg.cholesky, "lapack_spotrf_ffi"),
+    (lambda x: linalg.triangular_solve(x, x, left_side=True), "lapack_strsm_ffi"),
     (linalg.lu, "lapack_sgetrf_ffi"),
     (linalg.qr, "lapack_sorgqr_ffi"),
     (linalg.svd, "lapack_sgesdd_ffi"),
@@ -193,7 +201,20 @@ def test_jit(name, f, make_args):
     (linalg.eig, "lapack_sgeev_ffi"),
 ])
 def test_lowering(f, expected):
+  """On the CPU, JAX's LAPACK kernels: XLA expands its own cholesky and triangular_solve
+  into loops, several times slower."""
   assert expected in jaxon.jit(f).lower(np.eye(3, dtype=np.float32)).as_text()
+
+
+@pytest.mark.parametrize("f,expected", [
+    (linalg.cholesky, "stablehlo.cholesky"),
+    (lambda x: linalg.triangular_solve(x, x, left_side=True), "stablehlo.triangular_solve"),
+])
+def test_native_lowering(f, expected):
+  """For jax2tf (TensorFlow's XLA has no LAPACK kernels): StableHLO's own ops."""
+  with mlir.lowering_platform(mlir.NATIVE):
+    text = jaxon.jit(f).lower(np.eye(3, dtype=np.float32)).as_text()
+  assert expected in text and "lapack" not in text
 
 
 @pytest.mark.parametrize("f", [linalg.cholesky, linalg.eigh, linalg.eig])

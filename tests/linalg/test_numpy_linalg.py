@@ -71,6 +71,18 @@ def test_solve_broadcasts_batch_axes(a_batch, b_batch, n, k, vector, seed):
   _check(jnp.linalg.solve, np.linalg.solve, a, b, what="solve", eager=False)
 
 
+def test_solve_permutes_rows_exactly():
+  """LU's row permutation moves values as they are: an infinity in one row of b does not
+  turn the other rows into NaN (as a product with a permutation matrix would: 0 * inf),
+  and -0. stays -0. (NumPy's and JAX's values.)"""
+  swap = np.array([[0., 1.], [1., 0.]], np.float32)
+  b = np.array([np.inf, 1.], np.float32)
+  np.testing.assert_array_equal(jnp.linalg.solve(swap, b), np.linalg.solve(swap, b))
+  np.testing.assert_array_equal(jnp.linalg.solve(swap, b), [np.nan, np.inf])
+  signed = np.asarray(jnp.linalg.solve(swap, np.array([[-0., 1.], [2., -0.]], np.float32)))
+  np.testing.assert_array_equal(np.signbit(signed), [[False, True], [True, False]])
+
+
 _VECTOR_ORDS = [None, 0, 1, 2, 3, 0.5, -1, np.inf, -np.inf]
 _MATRIX_ORDS = [None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf]
 

@@ -4,11 +4,13 @@ general eigendecompositions.
 Every primitive works on the last two dimensions of its operands and treats the leading ones
 as a batch, so batching a primitive only moves the mapped dimension to the front.
 
-Lowering: `cholesky` and `triangular_solve` are native StableHLO ops. The others call the
-LAPACK kernels jaxlib ships (registered by `jaxon._src.xla.lapack`) through typed-FFI custom
-calls. LAPACK stores matrices column-major, so the custom calls give XLA column-major layouts
-for their matrix operands and results, and XLA does any transposing. Where a kernel reports
-failure (`info != 0`), its results become NaN, as in JAX.
+Lowering: on the CPU every primitive calls one of the LAPACK kernels jaxlib ships (registered
+by `jaxon._src.xla.lapack`) through typed-FFI custom calls, as JAX does. LAPACK stores
+matrices column-major, so the custom calls give XLA column-major layouts for their matrix
+operands and results, and XLA does any transposing. Where a kernel reports failure
+(`info != 0`), its results become NaN, as in JAX. `cholesky` and `triangular_solve` also
+lower to native StableHLO ops, for programs TensorFlow's XLA runs (jax2tf), which has no
+LAPACK kernels; XLA expands those ops into loops, several times slower on the CPU.
 
 Derivatives are the standard ones (each rule names its source): they are written with these
 primitives, `dot_general` and elementwise ops, so they can be differentiated again and, being

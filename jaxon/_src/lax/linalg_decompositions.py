@@ -1,5 +1,6 @@
-"""The factorizations: Cholesky (lowered to StableHLO's native op), LU with partial pivoting
-(with `lu_pivots_to_permutation` and `lu_solve`) and QR (LAPACK's getrf, geqrf and orgqr).
+"""The factorizations: Cholesky (LAPACK's potrf on the CPU, StableHLO's native op elsewhere),
+LU with partial pivoting (with `lu_pivots_to_permutation` and `lu_solve`) and QR (LAPACK's
+getrf, geqrf and orgqr).
 """
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxon._src import core
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, reductions, shape_ops, slicing, utils
-from jaxon._src.lax.linalg_helpers import (_H, _T, _batch_rule, _broadcast_matrix, _const,
+from jaxon._src.lax import lax, reductions, shape_ops, slicing, sorting, utils
+from jaxon._src.lax.linalg_helpers import (_H, _batch_rule, _broadcast_matrix, _const,
                                            _diag_matrix, _diagonal, _dtype, _emit, _empty_results,
                                            _info_aval, _ir_tril, _is_complex, _is_empty,
-                                           _lapack_call, _matmul, _matrix_aval, _shape, _tril,
-                                           _triu, _where_mask, _zero_tangent)
+                                           _lapack_call, _matmul, _matrix_aval, _nan_unless_ok,
+                                           _shape, _tril, _triu, _where_mask, _zero_tangent)
 from jaxon._src.lax.linalg_triangular import triangular_solve
 
 
@@ -59,6 +60,19 @@ def _cholesky_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Va
   return [_ir_tril(ctx.avals_in[0], hlo.cholesky(x, lower=True))]
 
 
+def _cholesky_cpu_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Value]:
+  """potrf, as JAX lowers it on the CPU: XLA expands its own op into loops (7x slower at
+  8x8, 14x at 64x64). Where potrf fails the whole matrix is NaN before the upper triangle
+  is zeroed, as with XLA's op. Empty matrices, which LAPACK rejects, take the native op."""
+  aval = ctx.avals_in[0]
+  if _is_empty(aval):
+    return _cholesky_lowering(ctx, x)
+  info_aval = _info_aval(aval.shape)
+  factor, info = _lapack_call("potrf", aval.dtype, [x], [aval], [aval, info_aval], uplo="L")
+  factor, = _emit(ctx, _nan_unless_ok, [info_aval, aval], info, factor)
+  return [_ir_tril(aval, factor)]
+
+
 def _cholesky_tangent(l: Any, dx: Any) -> Any:
   """dL = L Φ(L⁻¹ dA L⁻ᴴ) for A = L Lᴴ, Φ taking the lower triangle with a halved diagonal
   (Murray 2016, "Differentiation of the Cholesky decomposition", arXiv:1602.07527)."""
@@ -76,6 +90,7 @@ def _cholesky_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[Any,
 
 
 mlir.register_lowering(cholesky_p, _cholesky_lowering)
+mlir.register_lowering(cholesky_p, _cholesky_cpu_lowering, platform="cpu")
 ad.primitive_jvps[cholesky_p] = _cholesky_jvp
 batching.primitive_batchers[cholesky_p] = _batch_rule(cholesky_p)
 
@@ -140,13 +155,25 @@ def _lu_factors(lu_: Any) -> tuple[Any, Any]:
   return l, lax.add(u, _broadcast_matrix(completion, (*batch, n, n)))
 
 
-def _permutation_matrix(perm: Any, dtype: Any) -> Any:
-  """P with P[i, perm[i]] = 1, so that P @ x is x[perm]."""
-  shape = (*_shape(perm), _shape(perm)[-1])
-  n = len(shape)
-  rows = lax.broadcast_in_dim(perm, shape, tuple(range(n - 1)))
-  cols = lax.broadcasted_iota(np.int32, shape, n - 1)
-  return lax.convert_element_type(lax.eq(rows, cols), dtype)
+def _permute_rows(x: Any, perm: Any) -> Any:
+  """x[..., perm, :] (row i of the result is row perm[i] of x), as a gather: exact for every
+  value, where a product with a permutation matrix turns an infinity into NaNs in other
+  rows and -0. into 0."""
+  *batch, m, k = _shape(x)
+  if m == 0:
+    return x
+  nb = len(batch)
+  dnums = slicing.GatherDimensionNumbers(
+      offset_dims=(nb + 1,), collapsed_slice_dims=(nb,), start_index_map=(nb,),
+      operand_batching_dims=tuple(range(nb)), start_indices_batching_dims=tuple(range(nb)))
+  return slicing.gather(x, shape_ops.expand_dims(perm, (nb + 1,)), dnums,
+                        (*[1] * nb, 1, k), unique_indices=True)
+
+
+def _inverse_permutation(perm: Any) -> Any:
+  n = len(_shape(perm))
+  iota = lax.broadcasted_iota(_dtype(perm), _shape(perm), n - 1)
+  return sorting.sort_key_val(perm, iota, dimension=n - 1)[1]
 
 
 def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list[Any], list[Any]]:
@@ -156,7 +183,7 @@ def _lu_jvp(primals: Sequence[Any], tangents: Sequence[Any]) -> tuple[list[Any],
   (x,), (dx,) = primals, tangents
   lu_, pivots, perm = lu_p.bind(x)
   l, u = _lu_factors(lu_)
-  pdx = _matmul(_permutation_matrix(perm, _dtype(x)), dx)
+  pdx = _permute_rows(dx, perm)
   l_inv_pdx = triangular_solve(l, pdx, left_side=True, lower=True, unit_diagonal=True)
   inner = triangular_solve(u, l_inv_pdx, left_side=False, lower=False)
   dl = _matmul(l, _tril(inner, -1))
@@ -241,14 +268,14 @@ def lu_solve(lu_: Any, permutation: Any, b: Any, trans: int = 0) -> Any:
   l_solve = dict(lower=True, unit_diagonal=True)
   u_solve = dict(lower=False)
   if trans == 0:
-    x = _matmul(_permutation_matrix(permutation, _dtype(b)), b)
+    x = _permute_rows(b, permutation)
     x = triangular_solve(lu_, x, left_side=True, **l_solve)
     return triangular_solve(lu_, x, left_side=True, **u_solve)
   # aᵀ = Uᵀ Lᵀ P: solve with Uᵀ, then Lᵀ, then undo the permutation.
   conj = trans == 2
   x = triangular_solve(lu_, b, left_side=True, transpose_a=True, conjugate_a=conj, **u_solve)
   x = triangular_solve(lu_, x, left_side=True, transpose_a=True, conjugate_a=conj, **l_solve)
-  return _matmul(_T(_permutation_matrix(permutation, _dtype(b))), x)
+  return _permute_rows(x, _inverse_permutation(permutation))
 
 # ============================================================================= QR
 
