@@ -80,6 +80,25 @@ def test_higher_order_differentiates_the_rule():
   check_grads(lambda x: jnp.sin(x) * jnp.tanh(x), (0.7,), order=2, modes=("fwd", "rev"))
 
 
+@jaxon.custom_jvp
+def _divide(a, b):
+  return b / a
+
+
+@_divide.defjvp
+def _divide_jvp(primals, tangents):
+  (a, b), (da, db) = primals, tangents
+  x = _divide(a, b)
+  return x, _divide(a, db - da * x)  # the function itself, applied to tangents
+
+
+def test_reverse_mode_over_a_rule_that_applies_its_function_to_tangents():
+  """Linear there, the call is transposed as its jaxpr is (JAX's value)."""
+  second = grad(lambda a, b: jvp(_divide, (a, b), (1.0, 1.0))[1])(2.0, 3.0)
+  np.testing.assert_allclose(second, 0.5, rtol=1e-6)  # d/da (1 - b/a) / a at (2, 3)
+  check_grads(_divide, (2.0, 3.0), order=2, modes=("fwd", "rev"))
+
+
 def test_python_control_flow_in_function_and_rule():
   @jaxon.custom_jvp
   def clip(x):

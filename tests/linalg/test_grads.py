@@ -168,3 +168,10 @@ LIBRARY_CASES = [
 @pytest.mark.parametrize("name,f,args,order", LIBRARY_CASES, ids=[c[0] for c in LIBRARY_CASES])
 def test_library_grads(name, f, args, order):
   check_grads(f, args, order=order, modes=("fwd", "rev"))
+
+
+def test_solve_gradient_reuses_the_factorization():
+  """As JAX's `custom_linear_solve`: one LU, two triangular solves forward and two for the
+  transpose, none to differentiate the factors."""
+  text = str(jaxon.make_jaxpr(jaxon.grad(lambda a, b: jnp.linalg.solve(a, b).sum()))(A, B))
+  assert text.count(" lu ") == 1 and text.count("triangular_solve[") == 4, text

@@ -8,8 +8,8 @@ import pytest
 import scipy.linalg
 
 import jaxon
-from jaxon.lax import linalg
 from jaxon._src.interpreters import mlir
+from jaxon.lax import linalg
 from tests.linalg.linalg_util import adjoint, close, eager_and_jit, hpd, rand
 from tests.transform_util import check_vmap
 

@@ -289,6 +289,17 @@ mlir.register_lowering(custom_jvp_call_p, lambda ctx, *args, call_jaxpr, **_:
                        mlir.closed_jaxpr_subcomp(ctx.module_context, call_jaxpr, args))
 
 
+def _custom_jvp_call_transpose(cts_out: Sequence[Any], *args: Any, call_jaxpr: ClosedJaxpr,
+                               **params: Any) -> list[Any]:
+  """A JVP rule may apply its own function to tangents (a⁻¹ b's rule solves for
+  db - da x), where it is linear: reverse mode over forward mode then transposes it. Its
+  jaxpr's transpose, as JAX's: the custom rule has no part in a transpose."""
+  return ad.backward_pass(call_jaxpr.jaxpr, call_jaxpr.consts, args, cts_out)
+
+
+ad.primitive_transposes[custom_jvp_call_p] = _custom_jvp_call_transpose
+
+
 def _pp_custom_call(eqn: core.JaxprEqn, context: core.PrintContext) -> pp.Doc:
   """JAX's layout: `name` first, then the jaxpr and the rules' names, sorted; the rule
   tracers and a zero const count stay out of the text."""

@@ -26,7 +26,7 @@ from jaxon._src.lax import reductions as lax_reductions
 from jaxon._src.lax import sorting as lax_sorting
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.lax.custom_derivatives import custom_jvp
-from jaxon._src.lax.dot_general import PrecisionLike
+from jaxon._src.lax.dot_general import Precision, PrecisionLike
 from jaxon._src.numpy import (creation, lax_numpy, linear, products, reductions, searching,
                               shape, ufuncs, util)
 from jaxon._src.xla.eager_plans import memoize_eager_operations
@@ -430,8 +430,27 @@ def solve(a: Any, b: Any) -> Any:
                      f"(…, {a.shape[-1]}, k) to match a of shape {a.shape}, got {b.shape}.")
   a, b = _broadcast_batch((a, 2), (b, 2))
   lu, _, perm = lax_linalg.lu(a)
-  x = lax_linalg.lu_solve(lu, perm, b)
+  x = _solved_by_lu(a, lu, perm, b)
   return x[..., 0] if vector else x
+
+
+@custom_jvp
+def _solved_by_lu(a: Any, lu: Any, perm: Any, b: Any) -> Any:
+  """a⁻¹ b, from `lu(a)`'s factors. Its derivative, a⁻¹ (db - da x), solves with the same
+  factors, as JAX's (`custom_linear_solve`): differentiating the factorization costs
+  several times more (`grad` of a solve of f32[8,8]: 25 µs against 6). The rule ignores
+  the factors' tangents, which `da` accounts for; they still have them (no stop_gradient),
+  for the derivatives of the transpose (reverse mode), which reads the factors."""
+  return lax_linalg.lu_solve(lu, perm, b)
+
+
+@_solved_by_lu.defjvp
+def _solved_by_lu_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
+  a, lu, perm, b = primals
+  da, _, _, db = tangents
+  x = _solved_by_lu(a, lu, perm, b)
+  da_x = linear.matmul(da, x, precision=Precision.HIGHEST)
+  return x, _solved_by_lu(a, lu, perm, ufuncs.subtract(db, da_x))
 
 
 @memoize_eager_operations
