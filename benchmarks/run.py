@@ -359,6 +359,35 @@ def jit_hessian(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+GP_POINTS = 128
+
+
+@workload("gp_nll_grad", unit="call", units_per_run=10)
+def gp_nll_grad(fw: Framework) -> Callable[[], Any]:
+  """jit(grad) of a Gaussian process's negative log marginal likelihood in its length scale
+  and noise (128 points, RBF kernel): Cholesky and triangular solves, and their derivatives.
+  """
+  jnp, rng = fw.jnp, np.random.default_rng(0)
+  x = np.sort(rng.uniform(-3, 3, GP_POINTS)).astype(np.float32)
+  y = fw.device_put((np.sin(2 * x) + 0.1 * rng.normal(size=GP_POINTS)).astype(np.float32))
+  sq_dist = fw.device_put(np.square(x[:, None] - x[None, :]))
+
+  def nll(log_params):
+    length, noise = jnp.exp(log_params[0]), jnp.exp(log_params[1])
+    k = jnp.exp(-0.5 * sq_dist / length ** 2) + (noise + 1e-3) * jnp.eye(GP_POINTS)
+    chol = jnp.linalg.cholesky(k)
+    z = fw.lax.linalg.triangular_solve(chol, y[:, None], left_side=True, lower=True)
+    return 0.5 * jnp.sum(z ** 2) + jnp.sum(jnp.log(jnp.diagonal(chol)))
+  g = fw.jit(fw.grad(nll))
+  log_params = fw.device_put(np.array([0.0, -2.0], np.float32))
+
+  def run() -> Any:
+    for _ in range(10):
+      out = g(log_params)
+    return fw.block_until_ready(out)
+  return run
+
+
 # ----------------------------------------------------------------------------- control flow
 
 RNN_H, RNN_T, RNN_B, RNN_D = 256, 100, 32, 64

@@ -15,11 +15,11 @@ from jaxon._src import core
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, reductions, shape_ops, slicing, sorting, utils
-from jaxon._src.lax.linalg_helpers import (_H, _batch_rule, _broadcast_matrix, _const,
-                                           _diag_matrix, _diagonal, _dtype, _emit, _empty_results,
-                                           _info_aval, _ir_tril, _is_complex, _is_empty,
-                                           _lapack_call, _matmul, _matrix_aval, _nan_unless_ok,
-                                           _shape, _tril, _triu, _where_mask, _zero_tangent)
+from jaxon._src.lax.linalg_helpers import (_H, _batch_rule, _broadcast_matrix, _const, _dtype,
+                                           _emit, _empty_results, _info_aval, _ir_tril,
+                                           _is_complex, _is_empty, _lapack_call, _matmul,
+                                           _matrix_aval, _nan_unless_ok, _shape, _tril, _triu,
+                                           _where_mask, _zero_tangent)
 from jaxon._src.lax.linalg_triangular import triangular_solve
 
 
@@ -68,7 +68,8 @@ def _cholesky_cpu_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[i
   if _is_empty(aval):
     return _cholesky_lowering(ctx, x)
   info_aval = _info_aval(aval.shape)
-  factor, info = _lapack_call("potrf", aval.dtype, [x], [aval], [aval, info_aval], uplo="L")
+  factor, info = _lapack_call("potrf", aval.dtype, [x], [aval], [aval, info_aval],
+                              in_place=0, uplo="L")
   factor, = _emit(ctx, _nan_unless_ok, [info_aval, aval], info, factor)
   return [_ir_tril(aval, factor)]
 
@@ -79,7 +80,9 @@ def _cholesky_tangent(l: Any, dx: Any) -> Any:
   dx_linv_h = triangular_solve(l, dx, left_side=False, lower=True, transpose_a=True,
                                conjugate_a=True)
   inner = triangular_solve(l, dx_linv_h, left_side=True, lower=True)
-  phi = lax.sub(_tril(inner), lax.mul(_diag_matrix(_diagonal(inner)), _const(inner, 0.5)))
+  n = _shape(inner)[-1]
+  halved_diagonal = np.where(np.eye(n, dtype=bool), 0.5, 1.0).astype(_dtype(inner))
+  phi = lax.mul(_tril(inner), _broadcast_matrix(halved_diagonal, _shape(inner)))
   return _matmul(l, phi)
 
 

@@ -17,7 +17,7 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dot_general as lax_dot
-from jaxon._src.lax import lax, reductions, shape_ops, utils
+from jaxon._src.lax import lax, shape_ops, slicing, utils
 from jaxon._src.xla import lapack
 
 _LAPACK_DTYPES = (np.float32, np.float64, np.complex64, np.complex128)
@@ -90,9 +90,12 @@ def _eye_like(x: Any) -> Any:
 
 
 def _diagonal(x: Any) -> Any:
-  """The diagonal of the last two dimensions of square matrices: shape (…, n)."""
-  n = _shape(x)[-1]
-  return reductions.reduce_sum(_where_mask(np.eye(n, dtype=bool), x), [len(_shape(x)) - 1])
+  """The diagonal of the last two dimensions of square matrices: shape (…, n), every
+  (n + 1)th element of the flattened matrices (a slice, not a masked sum over n² elements)."""
+  *batch, n, _ = _shape(x)
+  flat = shape_ops.reshape(x, (*batch, n * n))
+  ones = (1,) * len(batch)
+  return slicing.slice(flat, (0,) * (len(batch) + 1), (*batch, n * n), (*ones, n + 1))
 
 
 def _diag_matrix(v: Any) -> Any:
@@ -172,12 +175,16 @@ def _layout(aval: ShapedArray, matrix_ndim: int) -> ir.Attribute:
 
 def _lapack_call(routine: str, dtype: np.dtype, operands: Sequence[ir.Value],
                  operand_avals: Sequence[ShapedArray], result_avals: Sequence[ShapedArray],
-                 **options: str | bool | int) -> list[ir.Value]:
+                 in_place: int | None = None, **options: str | bool | int) -> list[ir.Value]:
   """A typed-FFI custom call of jaxlib's LAPACK `routine` for `dtype`. `options` are the
   routine's one-letter arguments (`uplo="L"`, `mode="V"`), which travel as uint8 attributes,
-  flags (`left=True`), which travel as booleans, or integers (`low=1`), as int32."""
+  flags (`left=True`), which travel as booleans, or integers (`low=1`), as int32.
+  `in_place`: the operand the routine overwrites with its first result, whose buffer XLA
+  then reuses, as JAX's calls do (the kernel copies it otherwise)."""
   matrix_ndim = max(a.ndim for a in operand_avals)
   u8 = ir.IntegerType.get_unsigned(8)
+  aliases = [] if in_place is None else [hlo.OutputOperandAlias.get(
+      [] if len(result_avals) == 1 else [0], in_place, [])]
   op = hlo.CustomCallOp(
       [mlir.aval_to_ir_type(a) for a in result_avals], list(operands),
       call_target_name=lapack.kernel_name(routine, dtype), has_side_effect=False,
@@ -187,7 +194,8 @@ def _lapack_call(routine: str, dtype: np.dtype, operands: Sequence[ir.Value],
            ir.BoolAttr.get(v) if isinstance(v, bool) else
            ir.IntegerAttr.get(ir.IntegerType.get_signless(32), v) for k, v in options.items()}),
       operand_layouts=ir.ArrayAttr.get([_layout(a, matrix_ndim) for a in operand_avals]),
-      result_layouts=ir.ArrayAttr.get([_layout(a, matrix_ndim) for a in result_avals]))
+      result_layouts=ir.ArrayAttr.get([_layout(a, matrix_ndim) for a in result_avals]),
+      output_operand_aliases=ir.ArrayAttr.get(aliases))
   return list(op.results)
 
 

@@ -95,7 +95,7 @@ def _triangular_solve_cpu_lowering(ctx: mlir.LoweringRuleContext, a: ir.Value, b
   if conjugate_a and not transpose_a:
     a, conjugate_a = _ir_conj(a_aval, a), False
   transpose = ("C" if conjugate_a else "T") if transpose_a else "N"
-  return _lapack_call("trsm", a_aval.dtype, [a, b], [a_aval, b_aval], [b_aval],
+  return _lapack_call("trsm", a_aval.dtype, [a, b], [a_aval, b_aval], [b_aval], in_place=1,
                       side="L" if left_side else "R", uplo="L" if lower else "U",
                       trans_x=transpose, diag="U" if unit_diagonal else "N")
 
