@@ -134,7 +134,7 @@ def _lu_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Value]:
     start = hlo.iota(mlir.aval_to_ir_type(perm_aval), perm_aval.ndim - 1)
     return [x, mlir.full_like_aval(0, pivots_aval), start]
   lu_, ipiv, _ = _lapack_call("getrf", x_aval.dtype, [x], [x_aval],
-                              [x_aval, pivots_aval, _info_aval(x_aval.shape)])
+                              [x_aval, pivots_aval, _info_aval(x_aval.shape)], in_place=0)
   pivots = hlo.subtract(ipiv, mlir.full_like_aval(1, pivots_aval))  # LAPACK counts from 1
   perm, = _pivots_to_permutation_lowering(
       ctx.replace(avals_in=[pivots_aval], avals_out=[perm_aval]), pivots,
@@ -320,7 +320,8 @@ def _qr_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, full_matrices: b
     return _emit(ctx, lambda: _empty_results(ctx.avals_out), [])
   *batch, m, n = x_aval.shape
   tau_aval = ShapedArray((*batch, min(m, n)), x_aval.dtype)
-  packed, tau = _lapack_call("geqrf", x_aval.dtype, [x], [x_aval], [x_aval, tau_aval])
+  packed, tau = _lapack_call("geqrf", x_aval.dtype, [x], [x_aval], [x_aval, tau_aval],
+                             in_place=0)
   q_cols, r_rows = q_aval.shape[-1], r_aval.shape[-2]
 
   def split(packed: Any) -> list[Any]:
@@ -328,7 +329,8 @@ def _qr_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, full_matrices: b
     return [reflectors, _triu(slicing.slice_in_dim(packed, 0, r_rows, axis=len(batch)))]
 
   reflectors, r = _emit(ctx, split, [x_aval], packed)
-  q, = _lapack_call("orgqr", x_aval.dtype, [reflectors, tau], [q_aval, tau_aval], [q_aval])
+  q, = _lapack_call("orgqr", x_aval.dtype, [reflectors, tau], [q_aval, tau_aval], [q_aval],
+                    in_place=0)
   return [q, r]
 
 

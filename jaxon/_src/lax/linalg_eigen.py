@@ -105,7 +105,7 @@ def _eigh_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, lower: bool,
   v_aval, w_aval = ctx.avals_out
   info_aval = _info_aval(x_aval.shape)
   v, w, info = _lapack_call("syevd", x_aval.dtype, [x], [x_aval], [v_aval, w_aval, info_aval],
-                            uplo="L" if lower else "U", mode="V")
+                            in_place=0, uplo="L" if lower else "U", mode="V")
   return _emit(ctx, _nan_unless_ok, [info_aval, v_aval, w_aval], info, v, w)
 
 
@@ -183,7 +183,7 @@ def _svd_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, full_matrices: 
   mode = ("A" if full_matrices else "S") if compute_uv else "N"
   _, s, u, vt, info = _lapack_call(
       "gesvd" if algorithm == SvdAlgorithm.QR else "gesdd", x_aval.dtype, [x], [x_aval],
-      [x_aval, ctx.avals_out[0], u_aval, vt_aval, info_aval], mode=mode)
+      [x_aval, ctx.avals_out[0], u_aval, vt_aval, info_aval], in_place=0, mode=mode)
   outs = [s, u, vt] if compute_uv else [s]
   return _emit(ctx, _nan_unless_ok, [info_aval, *ctx.avals_out], info, *outs)
 

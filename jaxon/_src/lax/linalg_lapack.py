@@ -70,7 +70,7 @@ def _geqrf_lowering(ctx: mlir.LoweringRuleContext, a: ir.Value) -> list[ir.Value
   a_aval, taus_aval = ctx.avals_out
   if 0 in a_aval.shape[-2:]:
     return [a, *_emit(ctx, lambda: [lax.full(taus_aval.shape, 0, taus_aval.dtype)], [])]
-  return _lapack_call("geqrf", a_aval.dtype, [a], [a_aval], ctx.avals_out)
+  return _lapack_call("geqrf", a_aval.dtype, [a], [a_aval], ctx.avals_out, in_place=0)
 
 
 _register(geqrf_p, _geqrf_lowering)
@@ -114,7 +114,8 @@ def _householder_product_lowering(ctx: mlir.LoweringRuleContext, a: ir.Value, ta
   a_aval, taus_aval = ctx.avals_in
   if 0 in a_aval.shape[-2:]:
     return [a]
-  return _lapack_call("orgqr", a_aval.dtype, [a, taus], [a_aval, taus_aval], ctx.avals_out)
+  return _lapack_call("orgqr", a_aval.dtype, [a, taus], [a_aval, taus_aval], ctx.avals_out,
+                      in_place=0)
 
 
 _register(householder_product_p, _householder_product_lowering)
