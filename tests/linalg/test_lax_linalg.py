@@ -206,15 +206,24 @@ def test_lowering(f, expected):
   assert expected in jaxon.jit(f).lower(np.eye(3, dtype=np.float32)).as_text()
 
 
+@pytest.mark.parametrize("platform", [mlir.NATIVE, "cuda"])
 @pytest.mark.parametrize("f,expected", [
     (linalg.cholesky, "stablehlo.cholesky"),
     (lambda x: linalg.triangular_solve(x, x, left_side=True), "stablehlo.triangular_solve"),
 ])
-def test_native_lowering(f, expected):
-  """For jax2tf (TensorFlow's XLA has no LAPACK kernels): StableHLO's own ops."""
-  with mlir.lowering_platform(mlir.NATIVE):
+def test_native_lowering(f, expected, platform):
+  """For jax2tf (TensorFlow's XLA has no LAPACK kernels) and on a GPU: StableHLO's own ops."""
+  with mlir.lowering_platform(platform):
     text = jaxon.jit(f).lower(np.eye(3, dtype=np.float32)).as_text()
   assert expected in text and "lapack" not in text
+
+
+def test_lowering_follows_the_backend_platform():
+  assert mlir.current_platform() == "cpu"
+  with mlir.lowering_platform("cuda"):
+    assert mlir.current_platform() == "cuda"
+    with pytest.raises(NotImplementedError, match="'lu' not found for platform cuda"):
+      jaxon.jit(linalg.lu).lower(np.eye(3, dtype=np.float32)).as_text()
 
 
 @pytest.mark.parametrize("f", [linalg.cholesky, linalg.eigh, linalg.eig])

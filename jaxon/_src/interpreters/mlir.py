@@ -31,13 +31,22 @@ _platform_lowerings: dict[str, dict[core.Primitive, LoweringRule]] = {}
 # custom calls): for programs another XLA runs (TensorFlow's, through jax2tf), which does not
 # have jaxlib's kernels. Primitives with no generic rule then fail to lower, naming themselves.
 NATIVE = "native"
-_platform: contextvars.ContextVar[str] = contextvars.ContextVar("lowering_platform",
-                                                                default="cpu")
+_platform: contextvars.ContextVar[str | None] = contextvars.ContextVar("lowering_platform",
+                                                                       default=None)
+# Outside a `lowering_platform` block, lowering is for the backend's platform, which the
+# runtime names (`set_backend_platform`): a GPU must not get the CPU's LAPACK calls.
+_backend_platform: Callable[[], str] = lambda: "cpu"
+
+
+def set_backend_platform(platform: Callable[[], str]) -> None:
+  """`platform()` names the platform programs are lowered for by default."""
+  global _backend_platform
+  _backend_platform = platform
 
 
 @contextlib.contextmanager
 def lowering_platform(platform: str) -> Iterator[None]:
-  """Lowers for `platform` ("cpu" or `NATIVE`) inside the block. Nothing may compile there:
+  """Lowers for `platform` ("cpu", "cuda" or `NATIVE`) inside the block. Nothing may compile there:
   flush pending eager work first (its programs would be lowered for `platform` too)."""
   token = _platform.set(platform)
   try:
@@ -56,8 +65,13 @@ def register_lowering(prim: core.Primitive, rule: LoweringRule,
   return rule
 
 
+def current_platform() -> str:
+  """The platform being lowered for ("cpu", "cuda", or `NATIVE`)."""
+  return _platform.get() or _backend_platform()
+
+
 def _lowering_rule(prim: core.Primitive) -> LoweringRule:
-  platform = _platform.get()
+  platform = current_platform()
   rule = _platform_lowerings.get(platform, {}).get(prim) or _lowerings.get(prim)
   if rule is None:
     raise NotImplementedError(f"MLIR translation rule for primitive '{prim.name}' not found "

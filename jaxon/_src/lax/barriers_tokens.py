@@ -332,8 +332,7 @@ platform_index_p.def_abstract_eval(_platform_index_abstract_eval)
 
 def _platform_index_lowering(ctx: mlir.LoweringRuleContext, *, platforms: tuple
                              ) -> list[ir.Value]:
-  platform = mlir._platform.get()  # the platform being lowered for ("cpu", or "native")
-  return [mlir.ir_constant(np.int32(_platform_index_for(platforms, platform)))]
+  return [mlir.ir_constant(np.int32(_platform_index_for(platforms, mlir.current_platform())))]
 
 
 mlir.register_lowering(platform_index_p, _platform_index_lowering)

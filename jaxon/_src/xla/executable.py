@@ -303,6 +303,15 @@ def _device_aval(aval: ShapedArray) -> ShapedArray:
       core.physical_aval(aval))
 
 
+def _backend_platform() -> str:
+  """The backend's platform as lowering rules name it: jaxlib calls a CUDA backend "gpu"."""
+  platform = client.backend().platform
+  return "cuda" if platform == "gpu" else platform
+
+
+mlir.set_backend_platform(_backend_platform)
+
+
 def _compile_options(eager: bool, device_ids: Sequence[int] = ()) -> xla_client.CompileOptions:
   """`device_ids` (global ids, in mesh order), when given, are where the program runs;
   more than one make it an SPMD program that XLA splits over them, as the module's Shardy
