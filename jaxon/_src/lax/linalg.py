@@ -9,8 +9,9 @@ by `jaxon._src.xla.lapack`) through typed-FFI custom calls, as JAX does. LAPACK 
 matrices column-major, so the custom calls give XLA column-major layouts for their matrix
 operands and results, and XLA does any transposing. Where a kernel reports failure
 (`info != 0`), its results become NaN, as in JAX. `cholesky` and `triangular_solve` also
-lower to native StableHLO ops, for programs TensorFlow's XLA runs (jax2tf), which has no
-LAPACK kernels; XLA expands those ops into loops, several times slower on the CPU.
+lower to native StableHLO ops, on a GPU and for programs TensorFlow's XLA runs (jax2tf),
+which has no LAPACK kernels; XLA expands those ops into loops, several times slower on the
+CPU. (`mlir.current_platform` says which platform is lowered for.)
 
 Derivatives are the standard ones (each rule names its source): they are written with these
 primitives, `dot_general` and elementwise ops, so they can be differentiated again and, being

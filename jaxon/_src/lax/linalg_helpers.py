@@ -98,13 +98,6 @@ def _diagonal(x: Any) -> Any:
   return slicing.slice(flat, (0,) * (len(batch) + 1), (*batch, n * n), (*ones, n + 1))
 
 
-def _diag_matrix(v: Any) -> Any:
-  """Square matrices (…, n, n) with `v` (…, n) on the diagonal."""
-  shape = _shape(v) + _shape(v)[-1:]
-  rows = lax.broadcast_in_dim(v, shape, (*range(len(shape) - 2), len(shape) - 2))
-  return _where_mask(np.eye(shape[-1], dtype=bool), rows)
-
-
 def _column_values(v: Any, shape: tuple[int, ...]) -> Any:
   """Matrices of `shape` (…, r, c) whose column j holds v[…, j]."""
   n = len(shape)

@@ -439,8 +439,11 @@ def _solved_by_lu(a: Any, lu: Any, perm: Any, b: Any) -> Any:
   """a⁻¹ b, from `lu(a)`'s factors. Its derivative, a⁻¹ (db - da x), solves with the same
   factors, as JAX's (`custom_linear_solve`): differentiating the factorization costs
   several times more (`grad` of a solve of f32[8,8]: 25 µs against 6). The rule ignores
-  the factors' tangents, which `da` accounts for; they still have them (no stop_gradient),
-  for the derivatives of the transpose (reverse mode), which reads the factors."""
+  the factors' tangents, which `da` accounts for. The factors still have them (no
+  stop_gradient), and the rule solves with `lu_solve` itself, not this function: higher
+  derivatives, and those of reverse mode's transpose, differentiate the factorization.
+  (A rule calling its own function would also be saved with programs, by `export`, once
+  for each level of derivative it keeps.)"""
   return lax_linalg.lu_solve(lu, perm, b)
 
 
@@ -448,9 +451,9 @@ def _solved_by_lu(a: Any, lu: Any, perm: Any, b: Any) -> Any:
 def _solved_by_lu_jvp(primals: tuple[Any, ...], tangents: tuple[Any, ...]) -> tuple[Any, Any]:
   a, lu, perm, b = primals
   da, _, _, db = tangents
-  x = _solved_by_lu(a, lu, perm, b)
+  x = lax_linalg.lu_solve(lu, perm, b)
   da_x = linear.matmul(da, x, precision=Precision.HIGHEST)
-  return x, _solved_by_lu(a, lu, perm, ufuncs.subtract(db, da_x))
+  return x, lax_linalg.lu_solve(lu, perm, ufuncs.subtract(db, da_x))
 
 
 @memoize_eager_operations
