@@ -15,11 +15,11 @@ from jaxon._src import core
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, reductions, shape_ops, slicing, sorting, utils
-from jaxon._src.lax.linalg_helpers import (_H, _batch_rule, _broadcast_matrix, _const, _dtype,
-                                           _emit, _empty_results, _info_aval, _ir_tril,
-                                           _is_complex, _is_empty, _lapack_call, _matmul,
-                                           _matrix_aval, _nan_unless_ok, _shape, _tril, _triu,
-                                           _where_mask, _zero_tangent)
+from jaxon._src.lax.linalg_helpers import (_H, _batch_rule, _const, _diagonal_mask, _dtype,
+                                           _emit, _empty_results, _identity, _info_aval,
+                                           _iotas, _ir_tril, _is_complex, _is_empty,
+                                           _lapack_call, _matmul, _matrix_aval, _nan_unless_ok,
+                                           _shape, _tril, _triu, _where_mask, _zero_tangent)
 from jaxon._src.lax.linalg_triangular import triangular_solve
 
 
@@ -80,9 +80,8 @@ def _cholesky_tangent(l: Any, dx: Any) -> Any:
   dx_linv_h = triangular_solve(l, dx, left_side=False, lower=True, transpose_a=True,
                                conjugate_a=True)
   inner = triangular_solve(l, dx_linv_h, left_side=True, lower=True)
-  n = _shape(inner)[-1]
-  halved_diagonal = np.where(np.eye(n, dtype=bool), 0.5, 1.0).astype(_dtype(inner))
-  phi = lax.mul(_tril(inner), _broadcast_matrix(halved_diagonal, _shape(inner)))
+  lower = _tril(inner)
+  phi = lax.select(_diagonal_mask(_shape(inner)), lax.mul(lower, _const(inner, 0.5)), lower)
   return _matmul(l, phi)
 
 
@@ -151,11 +150,15 @@ def _lu_factors(lu_: Any) -> tuple[Any, Any]:
   nb = len(batch)
   l_cols = slicing.slice_in_dim(_tril(lu_, -1), 0, k, axis=nb + 1)
   l = shape_ops.pad(l_cols, zero, [(0, 0, 0)] * (nb + 1) + [(0, m - k, 0)])
-  l = lax.add(l, _broadcast_matrix(np.eye(m, dtype=_dtype(lu_)), (*batch, m, m)))
+  l = lax.add(l, _identity((*batch, m, m), _dtype(lu_)))
   u_rows = slicing.slice_in_dim(_triu(lu_), 0, k, axis=nb)
   u = shape_ops.pad(u_rows, zero, [(0, 0, 0)] * nb + [(0, n - k, 0), (0, 0, 0)])
-  completion = np.diag(np.arange(n) >= k).astype(_dtype(lu_))
-  return l, lax.add(u, _broadcast_matrix(completion, (*batch, n, n)))
+  if k == n:
+    return l, u
+  rows, cols = _iotas((*batch, n, n))
+  completion = lax.convert_element_type(  # ones on the diagonal from row k on
+      lax.bitwise_and(lax.eq(rows, cols), lax.ge(rows, np.array(k, np.int32))), _dtype(lu_))
+  return l, lax.add(u, completion)
 
 
 def _permute_rows(x: Any, perm: Any) -> Any:
@@ -373,7 +376,7 @@ def _qr_tall_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:
   omega = lax.sub(c_lower, _H(c_lower))
   if _is_complex(c):  # the diagonal of Ω is C's imaginary diagonal (R's stays real)
     imag_diag = lax.complex(lax.full_like(lax.imag(c), 0), lax.imag(c))
-    omega = lax.add(omega, _where_mask(np.eye(_shape(c)[-1], dtype=bool), imag_diag))
+    omega = lax.add(omega, _where_mask(_diagonal_mask(_shape(c)), imag_diag))
   dq = lax.add(_matmul(q, lax.sub(omega, c)), dx_rinv)
   dr = _matmul(lax.sub(c, omega), r)
   return dq, dr

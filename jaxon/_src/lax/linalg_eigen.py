@@ -7,7 +7,6 @@ import enum
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
@@ -17,10 +16,11 @@ from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, utils
 from jaxon._src.lax.linalg_decompositions import lu, lu_solve, symmetrize
 from jaxon._src.lax.linalg_helpers import (_H, _T, _batch_rule, _column_values, _complex_dtype,
-                                           _const, _diagonal, _dtype, _emit, _empty_results,
-                                           _info_aval, _is_complex, _is_empty, _lapack_call,
-                                           _matmul, _matrix_aval, _nan_unless_ok, _real_dtype,
-                                           _reciprocal_gaps, _shape, _to_dtype, _where_mask)
+                                           _const, _diagonal, _diagonal_mask, _dtype, _emit,
+                                           _empty_results, _info_aval, _is_complex, _is_empty,
+                                           _lapack_call, _matmul, _matrix_aval, _nan_unless_ok,
+                                           _real_dtype, _reciprocal_gaps, _shape, _to_dtype,
+                                           _where_mask)
 
 
 # ============================================================================= algorithm enums
@@ -214,8 +214,7 @@ def _svd_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: 
   du_inner = lax.mul(f, lax.add(c_s, _H(c_s)))
   dv_inner = lax.mul(f, lax.add(s_c, _H(s_c)))
   if _is_complex(c):
-    phases = _where_mask(np.eye(_shape(c)[-1], dtype=bool),
-                         lax.mul(lax.sub(c, _H(c)), _const(c, 0.5)))
+    phases = _where_mask(_diagonal_mask(_shape(c)), lax.mul(lax.sub(c, _H(c)), _const(c, 0.5)))
     du_inner = lax.add(du_inner, _divide_columns(phases, s))
   du = _matmul(u, du_inner)
   dv = _matmul(v, dv_inner)

@@ -24,9 +24,9 @@ from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, reductions, shape_ops, slicing, utils
 from jaxon._src.lax.control_flow.while_loop import while_loop
 from jaxon._src.lax.linalg_decompositions import _cholesky_tangent, cholesky, qr
-from jaxon._src.lax.linalg_helpers import (_H, _T, _batch_rule, _const, _dtype, _is_complex,
-                                           _lapack_call, _matmul, _matrix_aval, _shape, _tril,
-                                           _triu)
+from jaxon._src.lax.linalg_helpers import (_H, _T, _batch_rule, _const, _dtype, _identity,
+                                           _is_complex, _lapack_call, _matmul, _matrix_aval,
+                                           _shape, _tril, _triu)
 from jaxon._src.lax.linalg_triangular import triangular_solve
 
 
@@ -47,9 +47,7 @@ def _bcast(v: Any, shape: tuple[int, ...]) -> Any:
 
 def _rect_eye(x: Any, rows: int, cols: int) -> Any:
   """Identity matrices (…, rows, cols) with x's batch dimensions and dtype."""
-  shape = (*_shape(x)[:-2], rows, cols)
-  return lax.broadcast_in_dim(np.eye(rows, cols, dtype=_dtype(x)), shape,
-                              (len(shape) - 2, len(shape) - 1))
+  return _identity((*_shape(x)[:-2], rows, cols), _dtype(x))
 
 
 # ============================================================================= cholesky_update

@@ -60,33 +60,49 @@ def _matmul(a: Any, b: Any) -> Any:
                              precision=lax_dot.Precision.HIGHEST)
 
 
-def _broadcast_matrix(m: np.ndarray, shape: tuple[int, ...]) -> Any:
-  """A constant (r, c) matrix broadcast over the batch dimensions of `shape`."""
-  return lax.broadcast_in_dim(m, shape, (len(shape) - 2, len(shape) - 1))
+def _iotas(shape: tuple[int, ...]) -> tuple[Any, Any]:
+  """The row and column index of each entry of matrices of `shape`: masks are computed in
+  the program from these, as JAX's are, not baked in as n² constants (which `jit` passes
+  as arguments of every call)."""
+  n = len(shape)
+  return (lax.broadcasted_iota(np.int32, shape, n - 2),
+          lax.broadcasted_iota(np.int32, shape, n - 1))
 
 
-def _where_mask(mask: np.ndarray, x: Any, other: Any = 0) -> Any:
-  """`x` where the constant (r, c) `mask` holds, `other` elsewhere."""
+def _lower_mask(shape: tuple[int, ...], k: int = 0) -> Any:
+  """Where `col <= row + k`, over the last two dimensions of `shape`."""
+  rows, cols = _iotas(shape)
+  return lax.ge(lax.add(rows, np.array(k, np.int32)) if k else rows, cols)
+
+
+def _diagonal_mask(shape: tuple[int, ...]) -> Any:
+  return lax.eq(*_iotas(shape))
+
+
+def _identity(shape: tuple[int, ...], dtype: Any) -> Any:
+  """Identity matrices of `shape` (…, rows, cols): ones where row == col."""
+  return lax.convert_element_type(_diagonal_mask(shape), dtype)
+
+
+def _where_mask(mask: Any, x: Any, other: Any = 0) -> Any:
+  """`x` where the boolean `mask` (of x's shape) holds, `other` elsewhere."""
   shape = _shape(x)
-  return lax.select(_broadcast_matrix(mask, shape), x, lax.full(shape, other, _dtype(x)))
+  return lax.select(mask, x, lax.full(shape, other, _dtype(x)))
 
 
 def _tril(x: Any, k: int = 0) -> Any:
   """The lower triangle of the last two dimensions: entries with `col <= row + k`."""
-  rows, cols = _shape(x)[-2:]
-  return _where_mask(np.tri(rows, cols, k, dtype=bool), x)
+  return _where_mask(_lower_mask(_shape(x), k), x)
 
 
 def _triu(x: Any, k: int = 0) -> Any:
   """The upper triangle of the last two dimensions: entries with `col >= row + k`."""
-  rows, cols = _shape(x)[-2:]
-  return _where_mask(~np.tri(rows, cols, k - 1, dtype=bool), x)
+  return lax.select(_lower_mask(_shape(x), k - 1), lax.full(_shape(x), 0, _dtype(x)), x)
 
 
 def _eye_like(x: Any) -> Any:
   """Identity matrices of `x`'s shape (…, n, n) and dtype."""
-  n = _shape(x)[-1]
-  return _broadcast_matrix(np.eye(n, dtype=_dtype(x)), _shape(x))
+  return _identity(_shape(x), _dtype(x))
 
 
 def _diagonal(x: Any) -> Any:
