@@ -279,3 +279,27 @@ def test_switch_in_scan_under_vmap_and_grad():
   got = jit(vmap(grad(f), in_axes=(0, None)))(hs, idx)
   expected = np.stack([np.asarray(grad(ref)(h, idx)) for h in hs])
   assert_trees_close(got, expected, rtol=1e-5)
+
+
+_EDGES = jnp.asarray(np.array([-1.0, 0.0, 0.5, 2.0], np.float32))
+_INTEGER_LOOPS = {
+    "fori": lambda v: lax.fori_loop(0, 4, lambda i, n: n + (v > _EDGES[i]).astype(np.int32),
+                                    jnp.zeros(v.shape, np.int32)),
+    "scan": lambda v: lax.scan(lambda n, e: (n + (v > e).astype(np.int32), None),
+                               jnp.zeros(v.shape, np.int32), _EDGES)[0],
+    "while": lambda v: lax.while_loop(
+        lambda c: c[0] < 4,
+        lambda c: (c[0] + 1, c[1] + (v > _EDGES[c[0]]).astype(np.int32)),
+        (0, jnp.zeros(v.shape, np.int32)))[1],
+}
+
+
+@pytest.mark.parametrize("kind", list(_INTEGER_LOOPS))
+@pytest.mark.parametrize("jitted", [False, True], ids=["eager", "jit"])
+def test_grad_through_a_loop_of_integers_that_reads_a_differentiable_value(kind, jitted):
+  """The loop's inputs include the closed-over value's tangent, which no output (integers)
+  reads: the known loop must not take it (it escaped, or its variable was unbound). The
+  values are JAX's."""
+  loop = jit(_INTEGER_LOOPS[kind]) if jitted else _INTEGER_LOOPS[kind]
+  x = np.array([-2.0, -0.7, 0.2, 1.1, 3.0], np.float32)
+  np.testing.assert_array_equal(grad(lambda v: (loop(v) * v).sum())(x), [0., 1., 2., 3., 4.])

@@ -269,14 +269,20 @@ def _scan_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
   known, unknown, out_uk, num_res = pe.partial_eval_jaxpr(
       jaxpr, tuple(in_uk), tuple(carry_uk) + (False,) * num_ys)
   ys_uk = out_uk[ncarry:]
-  if not any(out_uk):
+  if not any(in_uk):
     return eqn, None, list(out_uk)
   known_in = [v for v, u in zip(jaxpr.jaxpr.invars, in_uk) if not u]
   outer_known_in = [a for a, u in zip(eqn.invars, in_uk) if not u]
   n_known_c, n_known_carry = nc - sum(const_uk), ncarry - sum(carry_uk)
+  known_linear = tuple(l for l, u in zip(p["linear"], in_uk) if not u)
+  n_known_out = len(known.out_avals) - num_res
+  if not any(out_uk):  # unknown inputs no output reads (a tangent that only integers see)
+    body, _ = pe.dce_jaxpr(known.jaxpr, [True] * n_known_out + [False] * num_res)
+    return eqn.replace(invars=outer_known_in, params=dict(
+        p, jaxpr=ClosedJaxpr(body, known.consts), num_consts=n_known_c,
+        num_carry=n_known_carry, linear=known_linear)), None, list(out_uk)
   const_pos = {v: i for i, v in enumerate(known_in[:n_known_c])}
   x_pos = {v: i for i, v in enumerate(known_in[n_known_c + n_known_carry:])}
-  n_known_out = len(known.out_avals) - num_res
   res_vars = known.jaxpr.outvars[n_known_out:]
   # Each residual is a known const, a known x, or a value to stack.
   kinds = ["const" if v in const_pos else "x" if v in x_pos else "stack" for v in res_vars]
@@ -289,8 +295,7 @@ def _scan_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
         outer_known_in,
         [v for v, u in zip(eqn.outvars, carry_uk + ys_uk) if not u] + stacked, scan_p,
         dict(p, jaxpr=ClosedJaxpr(known_body, known.consts), num_consts=n_known_c,
-             num_carry=n_known_carry, linear=tuple(l for l, u in zip(p["linear"], in_uk)
-                                                   if not u)))
+             num_carry=n_known_carry, linear=known_linear))
   const_ins, carry_ins, xs_ins = _split(eqn.invars, nc, ncarry)
   known_consts = [a for a, u in zip(const_ins, const_uk) if not u]
   known_xs = [a for a, u in zip(xs_ins, xs_uk) if not u]

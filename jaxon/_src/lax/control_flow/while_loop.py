@@ -224,13 +224,13 @@ def _while_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
   _, _, pred_uk, _ = pe.partial_eval_jaxpr(p["cond_jaxpr"], tuple(cond_uk + carry_uk))
   if pred_uk[0] or all(carry_uk):
     return None, eqn, [True] * len(carry_uk)
-  if not any(carry_uk):
+  if not any(unknowns):
     return eqn, None, carry_uk
   known_body, _, _, num_res = pe.partial_eval_jaxpr(p["body_jaxpr"], tuple(const_uk + carry_uk),
                                                   tuple(carry_uk))
   n_known = len(known_body.out_avals) - num_res
   body, _ = pe.dce_jaxpr(known_body.jaxpr, [True] * n_known + [False] * num_res)
-  cond_jaxpr = p["cond_jaxpr"].jaxpr
+  cond_jaxpr, _ = pe.dce_jaxpr(p["cond_jaxpr"].jaxpr, [True])  # reads no unknown input
   cond_known = Jaxpr(cond_jaxpr.constvars,
                      [v for v, u in zip(cond_jaxpr.invars, cond_uk + carry_uk) if not u],
                      cond_jaxpr.outvars, cond_jaxpr.eqns)
@@ -243,6 +243,8 @@ def _while_partial_eval(eqn: JaxprEqn, unknowns: Sequence[bool]
                                      cond_jaxpr=ClosedJaxpr(cond_known, p["cond_jaxpr"].consts),
                                      body_nconsts=nc_body - sum(const_uk),
                                      body_jaxpr=ClosedJaxpr(body, known_body.consts)))
+  if not any(carry_uk):  # unknown inputs no carry reads (a tangent that only integers see)
+    return known_eqn, None, carry_uk
   unknown_eqn = eqn.replace(outvars=[v if u else DropVar(v.aval)
                                      for v, u in zip(eqn.outvars, carry_uk)])
   return known_eqn, unknown_eqn, carry_uk
