@@ -28,6 +28,7 @@ import numpy as np
 
 from jaxon._src import api, core, dtypes
 from jaxon._src.lax import lax, shape_ops, slicing
+from jaxon._src.lax.control_flow import loops
 from jaxon._src.lax import sorting as lax_sorting
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import indexing, lax_numpy, reductions, shape, sorting, ufuncs, util
@@ -234,20 +235,27 @@ def _goes_after(element: Any, query: Any, right: bool) -> Any:
   return _less(element, query)
 
 
-def _search_scan(a: Any, v: Any, right: bool) -> Any:
-  """Binary search, unrolled: each step halves every query's interval [lo, hi] holding its
-  insertion point, so ceil(log2(n + 1)) steps reach it."""
+def _search_scan(a: Any, v: Any, right: bool, unrolled: bool = False) -> Any:
+  """Binary search: each step halves every query's interval [lo, hi] holding its insertion
+  point, so ceil(log2(n + 1)) steps reach it. A loop, as JAX's 'scan' is (`unrolled`:
+  'scan_unrolled', each step written out): unrolled steps let XLA fuse each gather with
+  whatever computed `a`, which is then computed again for every query at every step."""
   n = a.shape[0]
-  lo = lax.full(v.shape, 0, np.int32)
-  hi = lax.full(v.shape, n, np.int32)
-  for _ in range(n.bit_length()):
+
+  def step(_: Any, bounds: tuple[Any, Any]) -> tuple[Any, Any]:
+    lo, hi = bounds
     mid = lax.div(lax.add(lo, hi), np.array(2, np.int32))
     after = _goes_after(take(a, mid, mode="clip"), v, right)
     # When lo == hi the search is over: mid == hi, so neither bound moves.
     lo = lax.select(lax.bitwise_and(after, lax.lt(mid, hi)),
                     lax.add(mid, np.array(1, np.int32)), lo)
-    hi = lax.select(after, hi, mid)
-  return lo
+    return lo, lax.select(after, hi, mid)
+  bounds = (lax.full(v.shape, 0, np.int32), lax.full(v.shape, n, np.int32))
+  if not unrolled:
+    return loops.fori_loop(0, n.bit_length(), step, bounds)[0]
+  for i in range(n.bit_length()):
+    bounds = step(i, bounds)
+  return bounds[0]
 
 
 def _search_compare_all(a: Any, v: Any, right: bool) -> Any:
@@ -265,7 +273,8 @@ def _search_sort(a: Any, v: Any, right: bool) -> Any:
   queries = shape.ravel(v)
   k, n = queries.shape[0], a.shape[0]
   def rank(x: Any) -> Any:  # each entry's position in the stable sort of x
-    return sorting.argsort(sorting.argsort(x))
+    order = sorting.argsort(x)  # the inverse permutation of `order`, by a scatter, not a sort
+    return lax.full(order.shape, 0, order.dtype).at[order].set(_iota(order.shape[0]))
   if right:
     in_both = slicing.slice_in_dim(rank(shape_ops.concatenate([a, queries], 0)), n, n + k)
   else:
@@ -274,7 +283,8 @@ def _search_sort(a: Any, v: Any, right: bool) -> Any:
   return shape.reshape(lax.convert_element_type(out, np.int32), v.shape)
 
 
-_SEARCH_METHODS = {"scan": _search_scan, "scan_unrolled": _search_scan,
+_SEARCH_METHODS = {"scan": _search_scan,
+                   "scan_unrolled": functools.partial(_search_scan, unrolled=True),
                    "compare_all": _search_compare_all, "sort": _search_sort}
 
 
@@ -288,8 +298,8 @@ def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *,
     v: the values to place; the result has its shape.
     side: 'left' gives the first valid position (before equal elements), 'right' the last.
     sorter: optional indices that sort `a` (as from `argsort`).
-    method: 'scan' (the default) or 'scan_unrolled' search by bisection (both unrolled:
-      ceil(log2(len(a) + 1)) steps); 'compare_all' compares each value with every
+    method: 'scan' (the default, a loop) or 'scan_unrolled' (its steps written out) search
+      by bisection in ceil(log2(len(a) + 1)) steps; 'compare_all' compares each value with every
       element (fast for short `a`); 'sort' sorts `a` and `v` together (fast for many
       values).
 
