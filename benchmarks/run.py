@@ -388,6 +388,34 @@ def gp_nll_grad(fw: Framework) -> Callable[[], Any]:
   return run
 
 
+@workload("jit_library_calls", unit="call", units_per_run=10)
+def jit_library_calls(fw: Framework) -> Callable[[], Any]:
+  """A jitted function of library calls whose lowering decides their speed: top_k and
+  interp of f32[4096], a bilinear resize of f32[8,16,16,8], solve and cholesky of
+  f32[32,32] (each was 1.8 to 50 times JAX's time before it lowered as JAX's does)."""
+  import importlib
+  image, jnp, rng = importlib.import_module(f"{fw.name}.image"), fw.jnp, np.random.default_rng(0)
+  values = fw.device_put(rng.normal(size=4096).astype(np.float32))
+  img = fw.device_put(rng.normal(size=(8, 16, 16, 8)).astype(np.float32))
+  m = rng.normal(size=(32, 32)).astype(np.float32)
+  spd = fw.device_put(m @ m.T + 32 * np.eye(32, dtype=np.float32))
+  rhs = fw.device_put(rng.normal(size=(32, 4)).astype(np.float32))
+
+  @fw.jit
+  def library_calls(values, img, a, b):
+    points = jnp.linspace(-3.0, 3.0, 64)
+    top, _ = fw.lax.top_k(values, 16)
+    return (top.sum() + jnp.interp(values, points, jnp.sin(points)).sum()
+            + image.resize(img, (8, 32, 32, 8), "bilinear").sum()
+            + jnp.linalg.solve(a, b).sum() + jnp.linalg.cholesky(a).sum())
+
+  def run() -> Any:
+    for _ in range(10):
+      out = library_calls(values, img, spd, rhs)
+    return fw.block_until_ready(out)
+  return run
+
+
 # ----------------------------------------------------------------------------- control flow
 
 RNN_H, RNN_T, RNN_B, RNN_D = 256, 100, 32, 64
