@@ -206,6 +206,12 @@ def test_lowering(f, expected):
   assert expected in jaxon.jit(f).lower(np.eye(3, dtype=np.float32)).as_text()
 
 
+@pytest.mark.parametrize("f", [linalg.cholesky, lambda x: linalg.triangular_solve(x, x)])
+def test_lapack_calls_overwrite_their_operand(f):
+  """As JAX's: XLA reuses the operand's buffer, where the kernel would copy it."""
+  assert "output_operand_aliases" in jaxon.jit(f).lower(np.eye(3, dtype=np.float32)).as_text()
+
+
 @pytest.mark.parametrize("platform", [mlir.NATIVE, "cuda"])
 @pytest.mark.parametrize("f,expected", [
     (linalg.cholesky, "stablehlo.cholesky"),
