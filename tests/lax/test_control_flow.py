@@ -436,6 +436,17 @@ def test_scan_unroll_appears_in_jaxpr():
   assert jaxpr.jaxpr.eqns[0].params["unroll"] == 5
 
 
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_indexes_its_slices_without_wrapping_negative_indices(reverse):
+  """The loop index is never negative: the lowered loop reads and writes slices at it as is,
+  as JAX's does. A wrap-around select in every fused slice read made an RNN's gradient 1.4x
+  slower than JAX's."""
+  text = jit(lambda xs: lax.scan(lambda c, x: (c + x, c * x), 0., xs, reverse=reverse)
+             ).lower(np.ones(5, F32)).as_text()
+  assert "dynamic_slice" in text and "dynamic_update_slice" in text
+  assert "select" not in text, text
+
+
 def test_scan_xs_none_with_length_and_pytree_outputs():
   carry, ys = lax.scan(lambda c, x: ((c[0] + 1, c[1] * 2.), {"i": c[0], "n": None}),
                        (0, 1.), None, length=4)
