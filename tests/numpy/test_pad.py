@@ -66,6 +66,23 @@ def test_modes_match_numpy_under_jit(mode_kwargs, widths, shape, dtype, seed):
         floored_ramp=mode == "linear_ramp")
 
 
+PERIODIC = [("wrap", {}), ("reflect", {}), ("symmetric", {}),
+            ("reflect", {"reflect_type": "odd"}), ("symmetric", {"reflect_type": "odd"})]
+
+
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_periodic_modes_narrow_and_wide(n):
+  """Widths within a period (a few slices of x and its mirror image) and across many
+  (tiled periods), every periodic mode, in one jitted program per length."""
+  x = _data((n, 2), np.float32, n)
+  widths = [(0, 1), (1, 0), (n - 1, n), (n + 1, 2 * n - 1), (2 * n, 1), (3 * n + 2, 5 * n)]
+  cases = [(w, mode, kwargs) for w in widths for mode, kwargs in PERIODIC]
+  got = jaxon.jit(lambda a: [jnp.pad(a, (w, (0, 0)), mode, **kwargs)
+                             for w, mode, kwargs in cases])(x)
+  for out, (w, mode, kwargs) in zip(got, cases):
+    _same(out, np.pad(x, (w, (0, 0)), mode, **kwargs), np.float32, f"{mode} {kwargs} {w}")
+
+
 @pytest.mark.parametrize("mode,kwargs", MODES[1::2], ids=lambda v: str(v))
 def test_modes_eager(mode, kwargs):
   x = _data((2, 3), np.float32)

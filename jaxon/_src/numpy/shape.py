@@ -836,27 +836,51 @@ def _pad_periodic(x: Any, axis: int, before: int, after: int, mode: str, odd: bo
     return x
   if mode == "reflect" and n == 1:
     return _pad_with(x, axis, before, after, (x, x))
-  first, last = _edges(x, axis)
-  if mode == "wrap":
-    period = x
-  else:
-    mirrored = shape_ops.rev(x if mode == "symmetric" else
-                             slicing.slice_in_dim(x, 1, n - 1, axis=axis), (axis,))
-    if odd:
-      mirrored = lax.sub(lax.add(last, last), mirrored)
-    period = shape_ops.concatenate([x, mirrored], axis)
-  m = period.shape[axis]
-  reps_before = -(-before // m)
-  reps = [1] * x.ndim
-  reps[axis] = reps_before - (-(n + after) // m)
-  start = reps_before * m - before
-  out = slicing.slice_in_dim(tile(period, reps), start, start + before + n + after, axis=axis)
+  first, last = _edges(x, axis) if odd else (None, None)
+  # the mirror image's entry i is x[mirror_end - i]; 'reflect' leaves out both edges
+  mirror_end, mirror_size = {"wrap": (0, 0), "symmetric": (n - 1, n),
+                             "reflect": (n - 2, n - 2)}[mode]
+  m = n + mirror_size
+
+  def mirrored(start: int, stop: int) -> Any:
+    """Entries start..stop of the mirror image: x[mirror_end - i] for each i."""
+    part = shape_ops.rev(slicing.slice_in_dim(x, mirror_end + 1 - stop, mirror_end + 1 - start,
+                                              axis=axis), (axis,))
+    return lax.sub(lax.add(last, last), part) if odd else part
+
+  if before + after <= 2 * m:
+    out = shape_ops.concatenate(
+        [mirrored(a, b) if in_mirror else slicing.slice_in_dim(x, a, b, axis=axis)
+         for in_mirror, a, b in _period_runs(-before, n + after, n, m)], axis)
+  else:  # many periods: tile one, and slice the padded range out of the tiles
+    period = shape_ops.concatenate([x, mirrored(0, m - n)], axis) if m > n else x
+    reps_before = -(-before // m)
+    reps = [1] * x.ndim
+    reps[axis] = reps_before - (-(n + after) // m)
+    start = reps_before * m - before
+    out = slicing.slice_in_dim(tile(period, reps), start, start + before + n + after, axis=axis)
   if not odd:
     return out
   shift = lax.sub(last, first)
   periods = np.arange(-before, n + after) // m
   steps = lax.broadcast_in_dim(periods.astype(x.dtype) * 2, out.shape, (axis,))
   return lax.add(out, lax.mul(steps, _size_along(shift, out.shape[axis], axis)))
+
+
+def _period_runs(lo: int, hi: int, n: int, m: int) -> list[tuple[bool, int, int]]:
+  """Positions lo..hi of a sequence of period m, whose first n entries are x and the rest its
+  mirror image, as runs (in the mirror image?, start, stop) within x or the mirror image. A
+  narrow pad is then a few slices, as JAX's: tiling a whole period and slicing it out costs
+  2.5x as much in a compiled program."""
+  runs = []
+  while lo < hi:
+    offset = lo % m
+    in_mirror = offset >= n
+    start = offset - n if in_mirror else offset
+    stop = min((m - n) if in_mirror else n, start + hi - lo)
+    runs.append((in_mirror, start, stop))
+    lo += stop - start
+  return runs
 
 
 def _pad_linear_ramp(x: Any, axis: int, before: int, after: int, ends: tuple[Any, Any]
