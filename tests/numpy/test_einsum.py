@@ -186,6 +186,20 @@ def test_lowering():
   assert jaxpr.count("dot_general") == 3, jaxpr
 
 
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_pair_order_leaves_the_least_to_rearrange(groups):
+  """Attention's grouped logits: with one group the product only needs a reshape (its
+  size-1 axis moves); with more, the transpose keeps the key axis last, where the softmax
+  that follows reduces."""
+  q, k = _operands([(2, 3, 2, groups, 4), (2, 5, 2, 4)])
+  fn = lambda a, b: jnp.einsum("btkgh,bskh->gbkts", a, b)  # noqa: E731
+  np.testing.assert_allclose(fn(q, k), np.einsum("btkgh,bskh->gbkts", q, k), rtol=1e-5)
+  eqns = jaxon.make_jaxpr(fn)(q, k).jaxpr.eqns
+  dot = next(e for e in eqns if e.primitive.name == "dot_general")
+  assert dot.outvars[0].aval.shape[-1] == 5, eqns
+  assert any(e.primitive.name == "transpose" for e in eqns) == (groups > 1), eqns
+
 ERRORS = [
     (lambda: jnp.einsum("ij,jk->ik", jnp.ones((2, 3)), jnp.ones((4, 2))), ValueError,
      "Size of label"),

@@ -134,8 +134,8 @@ class _Contractor:
     x, x_names, y, y_names = _squeeze_broadcast(x, x_names, y, y_names)
     x, x_names = _sum_out(x, x_names, result + y_names)
     y, y_names = _sum_out(y, y_names, result + x_names)
-    if _pair_names(y_names, x_names, result) == result != _pair_names(x_names, y_names, result):
-      x, x_names, y, y_names = y, y_names, x, x_names  # spares the final transpose
+    if _prefer_swapped(x, x_names, y, y_names, result):
+      x, x_names, y, y_names = y, y_names, x, x_names
     shared = [c for c in x_names if c in y_names]
     batch = [c for c in shared if c in result]
     summed = [c for c in shared if c not in result]
@@ -145,6 +145,28 @@ class _Contractor:
     out = lax_dot.dot_general(x, y, dims, precision=self.precision,
                               preferred_element_type=self.preferred_element_type)
     return _transpose_to(out, _pair_names(x_names, y_names, result), result)
+
+
+def _prefer_swapped(x: Any, x_names: _Names, y: Any, y_names: _Names, result: _Names
+                    ) -> bool:
+  """Whether `dot_general(y, x)` leaves less to rearrange than `dot_general(x, y)`.
+  opt_einsum lists a pair right to left, so the swapped order often fits, as JAX's einsum
+  expects; the order is kept on a tie."""
+  sizes = {**dict(zip(x_names, x.shape)), **dict(zip(y_names, y.shape))}
+  swapped = _rearrangement_cost(_pair_names(y_names, x_names, result), result, sizes)
+  return swapped < _rearrangement_cost(_pair_names(x_names, y_names, result), result, sizes)
+
+
+def _rearrangement_cost(names: _Names, result: _Names, sizes: dict[str, int]) -> int:
+  """How much moving the axes of a product indexed `names` into the result's order costs:
+  0 nothing; 1 a reshape (only size-1 axes move); 2 a transpose that keeps the last axis,
+  which the reductions and products that follow read contiguously (attention's softmax
+  over keys); 3 any other transpose."""
+  if names == result:
+    return 0
+  if [c for c in names if sizes[c] != 1] == [c for c in result if sizes[c] != 1]:
+    return 1
+  return 2 if names[-1:] == result[-1:] else 3
 
 
 def _pair_names(x_names: _Names, y_names: _Names, result: _Names) -> _Names:
@@ -193,5 +215,11 @@ def _sum_out(x: Any, names: _Names, keep: str) -> tuple[Any, _Names]:
 
 
 def _transpose_to(x: Any, names: _Names, result: _Names) -> Any:
+  """`x` with its axes in the result's order; a reshape where only size-1 axes move (XLA
+  does not always see such a transpose moves no data, and copies it)."""
   perm = [names.index(c) for c in result]
-  return x if perm == sorted(perm) else shape_ops.transpose(x, perm)
+  if perm == sorted(perm):
+    return x
+  if [i for i in perm if x.shape[i] != 1] == [i for i in range(x.ndim) if x.shape[i] != 1]:
+    return shape_ops.reshape(x, tuple(x.shape[i] for i in perm))
+  return shape_ops.transpose(x, perm)
