@@ -247,22 +247,21 @@ def vectorized_batcher(primitive: core.Primitive) -> Callable:
 
 
 def broadcast_batcher(primitive: core.Primitive) -> Callable:
-  """For n-ary elementwise primitives. When every mapped operand has the full rank and the
-  same batch dimension, unmapped operands get a size-1 dimension there and nothing moves;
-  otherwise batch dimensions go to the front. Rank-0 operands broadcast on their own."""
+  """For n-ary elementwise primitives. When every operand but unmapped scalars is mapped at
+  the same batch dimension with the full rank, nothing moves; otherwise batch dimensions go
+  to the front and unmapped operands get a size-1 leading dimension. This is JAX's rule:
+  keeping a batch dimension in place beside an unmapped array (a size-1 dimension there)
+  spares one transpose, but every later operation then works around it (a vmapped RNN's
+  scan body transposed each output, and its gradient ran 1.15x JAX's time)."""
   def rule(vals: Sequence[Any], dims: Sequence[int | None], **params: Any) -> tuple:
     ranks = [core.get_aval(v).ndim - (d is not not_mapped) for v, d in zip(vals, dims)]
     rank = max(ranks)
-    mapped_dims = {d for d, r in zip(dims, ranks) if d is not not_mapped}
-    mapped_full = all(r == rank for d, r in zip(dims, ranks) if d is not not_mapped)
-    if len(mapped_dims) == 1 and mapped_full:
-      bdim = mapped_dims.pop()
-      vals = [_insert_unit_dim(v, bdim) if d is not_mapped and r else v
-              for v, d, r in zip(vals, dims, ranks)]
-    else:
-      bdim = 0
-      vals = [_batch_at_front(v, d, r, rank) for v, d, r in zip(vals, dims, ranks)]
-    return primitive.bind(*vals, **params), bdim
+    arrays = [(d, r) for d, r in zip(dims, ranks) if d is not not_mapped or r]
+    if (all(d is not not_mapped and r == rank for d, r in arrays)
+        and len({d for d, _ in arrays}) == 1):
+      return primitive.bind(*vals, **params), arrays[0][0]
+    vals = [_batch_at_front(v, d, r, rank) for v, d, r in zip(vals, dims, ranks)]
+    return primitive.bind(*vals, **params), 0
   return rule
 
 
