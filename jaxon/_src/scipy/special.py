@@ -409,32 +409,37 @@ def logsumexp(a: Any, axis: int | Sequence[int] | None = None, b: Any = None,
 
   The maximum is subtracted before exponentiating and added back as a constant to
   differentiation, so the gradient is the softmax of `a`. Where the maximum is not finite
-  (all entries -inf, or some +inf or NaN) the result is that maximum and the gradient is
-  zero, so such slices never spread NaN into the gradient of the others.
+  it is not subtracted, as in JAX: a slice of -inf gives -inf, one holding +inf gives +inf,
+  and their gradients are NaN (0 / 0 and inf / inf), JAX's values. Masked-out entries
+  (`where`) read as 0, so they add nothing to the gradient.
 
   JAX implementation of `scipy.special.logsumexp`.
   """
+  if where is not None:
+    a = ufuncs.where(where, a, 0)
   if b is not None:
     a, b = _promote_args_inexact("logsumexp", a, b)
     a = ufuncs.where(lax.ne(b, _const(b, 0)), a, _const(a, -np.inf))
   else:
     (a,) = _promote_args_inexact("logsumexp", a)
+  complex_input = dtypes.issubdtype(a.dtype, np.complexfloating)
   axes = reductions._canonical_axes("logsumexp", axis, np.ndim(a))
-  a_max = reductions.max(a, axes, keepdims=True, where=where, initial=-np.inf)
-  finite = ufuncs.isfinite(a_max)
-  shifted = ufuncs.where(finite, ufuncs.subtract(a, stop_gradient(a_max)), _const(a, 0))
-  exp_a = ufuncs.exp(shifted)
+  a_max = reductions.max(ufuncs.real(a) if complex_input else a, axes, keepdims=True,
+                         where=where, initial=-np.inf)
+  a_max = stop_gradient(lax.select(ufuncs.isfinite(a_max), a_max, lax.full_like(a_max, 0)))
+  exp_a = ufuncs.exp(ufuncs.subtract(a, a_max))
   if b is not None:
     exp_a = ufuncs.multiply(exp_a, b)
   total = reductions.sum(exp_a, axes, keepdims=True, where=where)
-  sign = ufuncs.where(finite, ufuncs.sign(total), ufuncs.exp(a_max))
-  out = ufuncs.where(finite, ufuncs.add(ufuncs.log(ufuncs.abs(total)), stop_gradient(a_max)),
-                     a_max)
+  sign = ufuncs.sign(total)
+  if return_sign or not complex_input:
+    total = ufuncs.abs(total)
+  out = ufuncs.add(ufuncs.log(total), a_max)
   if not keepdims:
     out, sign = shape.squeeze(out, axes), shape.squeeze(sign, axes)
   if return_sign:
     return out, sign
-  if b is not None:
+  if b is not None and not complex_input:
     out = ufuncs.where(lax.lt(sign, _const(sign, 0)), _const(out, np.nan), out)
   return out
 
