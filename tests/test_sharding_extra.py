@@ -221,8 +221,9 @@ def test_shardings_follow_transformations_as_jax(sharded_f):
       ((P("x", None), "-", P("x", None), "-"), (P("y"), P("y")))]
   assert _pjit_shardings(jaxon.vmap(sharded_f, in_axes=(0, None)), np.stack([A] * 3), A) == [
       ((P(None, "x"), "-"), (P(None, "y"),))]
+  # an unmapped operand beside one mapped at axis 2 sends the batch axis to the front
   assert _pjit_shardings(jaxon.vmap(sharded_f, in_axes=(2, None)), A[..., None], A) == [
-      ((P("x"), "-"), (P("y"),))]
+      ((P("x"), "-"), (P(None, "y"),))]
   known, unknown = _pjit_shardings(jaxon.grad(lambda a, b: sharded_f(a, b).sum()), A, A)
   assert known[0] == (P("x", None), "-") and known[1][0] == P("y")
   assert set(known[1][1:]) == {"-"}  # residuals are left to XLA
