@@ -247,6 +247,18 @@ def test_isin(x, y, invert, method):
                  f"isin {method}")
 
 
+
+@pytest.mark.parametrize("n,m", [(1000, 100), (100, 1000)])  # searched, compared
+def test_isin_auto_on_larger_arrays(n, m):
+  rng = np.random.RandomState(n)
+  x = rng.randint(-50, 50, n).astype(np.float32)
+  y = rng.randint(-50, 50, m).astype(np.float32)
+  x[:3], y[:2] = [np.nan, -0.0, 7.5], [np.nan, 0.0]
+  for invert in (False, True):
+    got = jaxon.jit(lambda a, b, invert=invert: jnp.isin(a, b, invert=invert))(x, y)
+    np.testing.assert_array_equal(got,
+                                  np.isin(x, y, invert=invert), err_msg=f"invert={invert}")
+
 # ----------------------------------------------------------------------------- partition
 
 @SETTINGS
