@@ -256,8 +256,8 @@ def test_isin_auto_on_larger_arrays(n, m):
   x[:3], y[:2] = [np.nan, -0.0, 7.5], [np.nan, 0.0]
   for invert in (False, True):
     got = jaxon.jit(lambda a, b, invert=invert: jnp.isin(a, b, invert=invert))(x, y)
-    np.testing.assert_array_equal(got,
-                                  np.isin(x, y, invert=invert), err_msg=f"invert={invert}")
+    np.testing.assert_array_equal(got, np.isin(x, y, invert=invert), err_msg=f"{invert=}")
+
 
 # ----------------------------------------------------------------------------- partition
 
