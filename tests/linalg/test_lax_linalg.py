@@ -249,6 +249,27 @@ def test_integer_input_is_an_error():
     linalg.lu(np.ones((2, 2), np.int32))
 
 
+
+@pytest.mark.parametrize("left_side", [True, False])
+def test_triangular_solve_vectors_and_a_shared_matrix(left_side):
+  """A b with one dimension fewer than a is a vector per matrix, as in JAX. Under vmap,
+  right-hand sides that share the matrix are one solve (the matrix is not broadcast), at
+  any batch axis."""
+  a = np.tril(rand((3, 3), np.dtype(np.float32), 1)) + 3 * np.eye(3, dtype=np.float32)
+  v = rand((3,), np.dtype(np.float32), 2)
+  solve = lambda b: linalg.triangular_solve(a, b, left_side=left_side, lower=True,  # noqa: E731
+                                            transpose_a=True)
+  x = solve(v)
+  close(np.asarray(x) @ a if left_side else a @ np.asarray(x), v, np.float32, "vector")
+  bs = rand((4, 3, 2) if left_side else (4, 2, 3), np.dtype(np.float32), 3)
+  want = np.stack([np.asarray(solve(b)) for b in bs])
+  for axis in (0, 1, 2):
+    got = jaxon.jit(jaxon.vmap(solve, in_axes=axis))(np.moveaxis(bs, 0, axis))
+    close(got, want, np.float32, f"vmap at {axis}")
+  eqns = jaxon.make_jaxpr(jaxon.vmap(solve))(bs).jaxpr.eqns
+  solves = [e for e in eqns if e.primitive.name == "triangular_solve"]
+  assert len(solves) == 1 and solves[0].invars[0].aval.shape == (3, 3), eqns
+
 def test_triangular_solve_shape_errors():
   a = np.eye(3, dtype=np.float32)
   with pytest.raises(TypeError, match="left_side=True needs b's rows"):

@@ -16,7 +16,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxon._src import core
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, utils
+from jaxon._src.lax import lax, shape_ops, utils
 from jaxon._src.lax.linalg_helpers import (_T, _batch_rule, _ir_conj, _is_complex,
                                            _lapack_call, _matmul, _matrix_aval, _tril, _triu)
 
@@ -35,15 +35,19 @@ def triangular_solve(a: Any, b: Any, *, left_side: bool = False, lower: bool = F
     transpose_a, conjugate_a: op(a) is a, aᵀ, conj(a) or aᴴ.
 
   Returns:
-    x, of b's shape.
+    x, of b's shape. A b with one dimension fewer than a is one vector per matrix, as in JAX.
 
   Example: `triangular_solve(jnp.array([[2., 0.], [1., 1.]]), jnp.array([[2.], [3.]]),
   left_side=True, lower=True)` is `[[1.], [2.]]`.
   """
   conjugate_a = bool(conjugate_a) and _is_complex(a)
-  return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
-                                 transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
-                                 unit_diagonal=bool(unit_diagonal))
+  vector = np.ndim(b) == np.ndim(a) - 1
+  if vector:
+    b = shape_ops.expand_dims(b, (np.ndim(b) - (0 if left_side else 1),))
+  x = triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
+                              transpose_a=bool(transpose_a), conjugate_a=conjugate_a,
+                              unit_diagonal=bool(unit_diagonal))
+  return shape_ops.squeeze(x, (np.ndim(x) - (1 if left_side else 2),)) if vector else x
 
 
 def _triangular_solve_shape_rule(a: ShapedArray, b: ShapedArray, *, left_side: bool,
@@ -141,4 +145,21 @@ mlir.register_lowering(triangular_solve_p, _triangular_solve_lowering)
 mlir.register_lowering(triangular_solve_p, _triangular_solve_cpu_lowering, platform="cpu")
 ad.primitive_jvps[triangular_solve_p] = _triangular_solve_jvp
 ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
-batching.primitive_batchers[triangular_solve_p] = _batch_rule(triangular_solve_p)
+def _triangular_solve_batch(vals: Sequence[Any], dims: Sequence[int | None], *,
+                            left_side: bool, **params: Any) -> tuple[Any, int]:
+  """Right-hand sides that share one matrix are solved together: the batch joins b's
+  columns (`left_side`) or rows, one solve instead of one per example (JAX's rule)."""
+  a, b = vals
+  a_dim, b_dim = dims
+  if a_dim is not batching.not_mapped or b_dim is batching.not_mapped:
+    return _general_batch(vals, dims, left_side=left_side, **params)
+  b = batching.moveaxis(b, b_dim, -1 if left_side else -3)
+  shape = b.shape
+  joined = (*shape[:-2], shape[-2] * shape[-1]) if left_side else \
+      (*shape[:-3], shape[-3] * shape[-2], shape[-1])
+  x = triangular_solve_p.bind(a, shape_ops.reshape(b, joined), left_side=left_side, **params)
+  return shape_ops.reshape(x, shape), len(shape) - (1 if left_side else 3)
+
+
+_general_batch = _batch_rule(triangular_solve_p)
+batching.primitive_batchers[triangular_solve_p] = _triangular_solve_batch

@@ -7,6 +7,7 @@ any leading batch dimensions.
 """
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -78,12 +79,11 @@ def multinomial_pmf(x: Any, n: Any, p: Any) -> Any:
 
 def _whiten(cholesky_factor: Any, centered: Any) -> Any:
   """L^-1 (x - mean), so that its squared norm is the Mahalanobis distance; the batch
-  dimensions of the factor and the vectors broadcast."""
-  batch = jnp.broadcast_shapes(cholesky_factor.shape[:-2], centered.shape[:-1])
-  d = centered.shape[-1]
-  factor = jnp.broadcast_to(cholesky_factor, batch + (d, d))
-  columns = jnp.broadcast_to(centered, batch + (d,))[..., None]
-  return lax_linalg.triangular_solve(factor, columns, left_side=True, lower=True)[..., 0]
+  dimensions of the factor and the vectors broadcast. Vectorized as JAX's is: the vectors
+  that share a factor are the rows of one solve (x L^T = x - mean), where broadcasting the
+  factor to every vector made one small solve each (256 points: 3.2x JAX's time)."""
+  solve = functools.partial(lax_linalg.triangular_solve, lower=True, transpose_a=True)
+  return jnp.vectorize(solve, signature="(n,n),(n)->(n)")(cholesky_factor, centered)
 
 
 def multivariate_normal_logpdf(x: Any, mean: Any, cov: Any, allow_singular: None = None
