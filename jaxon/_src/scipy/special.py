@@ -22,7 +22,7 @@ from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax
 from jaxon._src.lax import special as lax_special
 from jaxon._src.lax.custom_derivatives import custom_jvp
-from jaxon._src.numpy import reductions, shape, ufuncs
+from jaxon._src.numpy import misc, reductions, shape, ufuncs
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
 from jaxon._src.xla.eager_plans import memoize_eager_operations
 
@@ -514,35 +514,62 @@ def _log_ndtr_asymptotic(x: Any, order: int) -> Any:
 def ndtri(p: Any) -> Any:
   """The inverse of `ndtr`: the x with ndtr(x) = p (-inf at 0, inf at 1, NaN outside).
 
-  In the middle, p in [e^-2, 1 - e^-2], it is sqrt(2) erfinv(2p - 1). In the tails, with
-  q = min(p, 1 - p), it starts from the asymptotic -sqrt(t - log t - log 2 pi), t = -2 log q,
-  and takes four Newton steps on log_ndtr(x) = log q, which converge to full precision; the
-  derivative of those steps is 1 / pdf(x), the derivative of ndtri, to the same precision.
+  Cephes' piecewise rational approximation (S. Moshier), as JAX computes it, so values
+  agree with JAX's bit for bit: one rational function of (p - 1/2)^2 in the middle, and two
+  of 1/z, z = sqrt(-2 log q), in the tails (q = min(p, 1 - p)). Its derivative is the
+  approximation's. Only float32 and float64 are accepted, as in JAX.
 
   JAX implementation of `scipy.special.ndtri`."""
-  (p,) = _promote_args_inexact("ndtri", p)
-  upper_half = lax.gt(p, _const(p, 0.5))
-  q = lax.select(upper_half, lax.sub(_const(p, 1), p), p)
-  in_tail = lax.bitwise_and(lax.lt(q, _const(p, math.exp(-2))), lax.gt(q, _const(p, 0)))
-  p_middle = lax.select(in_tail, lax.full_like(p, 0.5), p)
-  middle = lax.mul(_const(p, math.sqrt(2)),
-                   lax.erf_inv(lax.sub(lax.mul(_const(p, 2), p_middle), _const(p, 1))))
-  tail = _ndtri_tail(lax.select(in_tail, q, lax.full_like(p, 0.01)))
-  tail = lax.select(upper_half, lax.neg(tail), tail)
-  result = lax.select(in_tail, tail, middle)
-  edges = [(lax.eq(p, _const(p, 0)), -np.inf), (lax.eq(p, _const(p, 1)), np.inf),
-           (lax.bitwise_or(lax.lt(p, _const(p, 0)), lax.gt(p, _const(p, 1))), np.nan)]
-  for mask, value in edges:
-    result = lax.select(mask, lax.full_like(p, value), result)
-  return result
+  dtype = dtypes.dtype(p)
+  if dtype not in (np.float32, np.float64):
+    raise TypeError(f"ndtri: p must be float32 or float64 (Cephes' coefficients), got "
+                    f"{dtype}; convert it first, e.g. p.astype(jnp.float32).")
+  p = lax._convert_element_type(p, dtype)
+  upper = lax.gt(p, _const(p, -np.expm1(-2.0)))
+  q = lax.select(upper, lax.sub(_const(p, 1.0), p), p)  # the upper tail, mirrored
+  q = lax.select(lax.eq(q, _const(p, 0.0)), lax.full_like(q, 0.5), q)
+  w = lax.sub(q, _const(p, 0.5))
+  ww = lax.mul(w, w)
+  middle = lax.add(w, lax.mul(lax.mul(w, ww), _rational(_NDTRI_MIDDLE, ww)))
+  middle = lax.mul(middle, _const(p, -np.sqrt(2.0 * np.pi)))
+  z = lax.sqrt(lax.mul(_const(p, -2.0), lax.log(q)))
+  leading = lax.sub(z, lax.div(lax.log(z), z))
+  inverse_z = lax.div(_const(p, 1.0), z)
+  far = lax.sub(leading, lax.div(_rational(_NDTRI_FAR_TAIL, inverse_z), z))
+  near = lax.sub(leading, lax.div(_rational(_NDTRI_NEAR_TAIL, inverse_z), z))
+  tail = lax.select(lax.ge(z, _const(p, 8.0)), far, near)
+  x = lax.select(lax.gt(q, _const(p, np.exp(-2.0))), middle, tail)
+  x = lax.select(lax.gt(p, _const(p, 1.0 - np.exp(-2.0))), x, lax.neg(x))
+  x = lax.select(lax.eq(p, _const(p, 1.0)), lax.full_like(x, np.inf), x)
+  return lax.select(lax.eq(p, _const(p, 0.0)), lax.full_like(x, -np.inf), x)
 
 
-def _ndtri_tail(q: Any) -> Any:
-  t = lax.mul(_const(q, -2), lax.log(q))
-  x = lax.neg(lax.sqrt(lax.sub(lax.sub(t, lax.log(t)), _const(q, _LOG_2PI))))
-  log_q = lax.log(q)
-  for _ in range(4):
-    log_cdf = log_ndtr(x)
-    log_pdf = lax.sub(lax.mul(_const(q, -0.5), lax.mul(x, x)), _const(q, 0.5 * _LOG_2PI))
-    x = lax.sub(x, lax.mul(lax.sub(log_cdf, log_q), lax.exp(lax.sub(log_cdf, log_pdf))))
-  return x
+def _rational(coefficients: tuple[list[float], list[float]], x: Any) -> Any:
+  """P(x) / Q(x), each by Horner's rule from the highest degree (jnp.polyval's order)."""
+  numerator, denominator = (misc.polyval(np.array(c, dtypes.dtype(x)), x)
+                            for c in coefficients)
+  return lax.div(numerator, denominator)
+
+
+# Cephes ndtri's coefficients: for |p - 1/2| < 1/2 - e^-2 in (p - 1/2)^2, and for the tails
+# in 1/z with z < 8 (near) and z >= 8 (far).
+_NDTRI_MIDDLE = (
+    [-5.99633501014107895267e1, 9.80010754185999661536e1, -5.66762857469070293439e1,
+     1.39312609387279679503e1, -1.23916583867381258016e0],
+    [1.0, 1.95448858338141759834e0, 4.67627912898881538453e0, 8.63602421390890590575e1,
+     -2.25462687854119370527e2, 2.00260212380060660359e2, -8.20372256168333339912e1,
+     1.59056225126211695515e1, -1.18331621121330003142e0])
+_NDTRI_NEAR_TAIL = (
+    [4.05544892305962419923e0, 3.15251094599893866154e1, 5.71628192246421288162e1,
+     4.40805073893200834700e1, 1.46849561928858024014e1, 2.18663306850790267539e0,
+     -1.40256079171354495875e-1, -3.50424626827848203418e-2, -8.57456785154685413611e-4],
+    [1.0, 1.57799883256466749731e1, 4.53907635128879210584e1, 4.13172038254672030440e1,
+     1.50425385692907503408e1, 2.50464946208309415979e0, -1.42182922854787788574e-1,
+     -3.80806407691578277194e-2, -9.33259480895457427372e-4])
+_NDTRI_FAR_TAIL = (
+    [3.23774891776946035970e0, 6.91522889068984211695e0, 3.93881025292474443415e0,
+     1.33303460815807542389e0, 2.01485389549179081538e-1, 1.23716634817820021358e-2,
+     3.01581553508235416007e-4, 2.65806974686737550832e-6, 6.23974539184983293730e-9],
+    [1.0, 6.02427039364742014255e0, 3.67983563856160859403e0, 1.37702099489081330271e0,
+     2.16236993594496635890e-1, 1.34204006088543189037e-2, 3.28014464682127739104e-4,
+     2.89247864745380683936e-6, 6.79019408009981274425e-9])
