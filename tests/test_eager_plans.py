@@ -444,6 +444,20 @@ def test_memoized_functions_replay_and_compose_what_they_compute_in_full(name, m
   assert len(runs) <= 1  # one program: the primitive, or the composite of several
 
 
+
+def test_lapack_results_need_no_fence_on_the_cpu(monkeypatch):
+  """A fence keeps a multiply from being contracted into the next operation's add. A LAPACK
+  call's results (lu, the triangular solves of `inv`) leave the call as values: fencing
+  them put a small composite over XLA's cost for running in the calling thread."""
+  programs, batch_jaxpr = [], deferred._batch_jaxpr
+  monkeypatch.setattr(deferred, "_batch_jaxpr",
+                      lambda *a: programs.append(batch_jaxpr(*a)) or programs[-1])
+  a = jnp.asarray(_M + 4 * np.eye(4, dtype=np.float32))
+  for _ in range(eager_plans._COMPOSE_AFTER + 1):
+    np.testing.assert_allclose(jnp.linalg.inv(a), np.linalg.inv(np.asarray(a)), rtol=1e-5)
+  names = [e.primitive.name for e in programs[-1].eqns]
+  assert "lu" in names and "eager_fence" not in names, names
+
 _MEMOIZED_SEVERAL = {  # functions that return a tuple, list or named tuple of Arrays
     "svd": (jnp.linalg.svd, (_M,)), "eigh": (jnp.linalg.eigh, (_M @ _M.T,)),
     "qr": (jnp.linalg.qr, (_M,)), "slogdet": (jnp.linalg.slogdet, (_M,)),
