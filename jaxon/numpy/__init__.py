@@ -55,6 +55,9 @@ from jaxon._src.numpy.reductions import (
     var as var,
 )
 
+# --- padding (padding.py)
+from jaxon._src.numpy.padding import pad as pad
+
 # --- shape manipulation: reshape, transpose, stack, … (shape.py)
 from jaxon._src.numpy.shape import (
     array_split as array_split,
@@ -78,7 +81,6 @@ from jaxon._src.numpy.shape import (
     hstack as hstack,
     matrix_transpose as matrix_transpose,
     moveaxis as moveaxis,
-    pad as pad,
     permute_dims as permute_dims,
     ravel as ravel,
     repeat as repeat,

@@ -12,6 +12,7 @@ from jaxon._src.lax import lax, shape_ops
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import reductions, util
 from jaxon._src.numpy import shape as jnp_shape
+from jaxon._src.numpy.padding import pad
 
 
 def bitwise_count(x: Any, /) -> Any:
@@ -65,7 +66,7 @@ def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
   bits, axis = _to_last(lax._convert_element_type(
       lax.ne(a, lax._convert_element_type(0, a.dtype)), np.uint8), axis)
   n = bits.shape[-1]
-  bits = jnp_shape.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, -n % 8)])
+  bits = pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, -n % 8)])
   bytes_ = jnp_shape.reshape(bits, bits.shape[:-1] + (bits.shape[-1] // 8, 8))
   packed = reductions.sum(lax.mul(bytes_, jnp_shape.broadcast_to(weights, bytes_.shape)),
                           axis=-1, dtype=np.uint8)
@@ -97,7 +98,7 @@ def unpackbits(a: Any, axis: int | None = None, count: int | None = None,
       raise ValueError(f"jnp.unpackbits: -count ({-count}) is larger than the number of bits "
                        f"({n}).")
     if count > n:
-      bits = jnp_shape.pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, count - n)])
+      bits = pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, count - n)])
     else:
       bits = bits[..., :count]
   return jnp_shape.moveaxis(bits, -1, axis)

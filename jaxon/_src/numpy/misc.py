@@ -23,6 +23,7 @@ from jaxon._src.lax import convolution, lax, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import creation, lax_numpy, reductions, searching, sorting, ufuncs, util
 from jaxon._src.numpy import shape as jnp_shape
+from jaxon._src.numpy.padding import pad
 from jaxon._src.xla.eager_plans import memoize_eager_operations
 
 
@@ -368,7 +369,7 @@ def polyval(p: Any, x: Any) -> Any:
 def _align(a1: Any, a2: Any) -> tuple[Any, Any]:
   """The coefficient vectors padded with leading zeros to one length."""
   n = max(a1.shape[0], a2.shape[0])
-  return tuple(jnp_shape.pad(a, (n - a.shape[0], 0)) for a in (a1, a2))
+  return tuple(pad(a, (n - a.shape[0], 0)) for a in (a1, a2))
 
 
 def polyadd(a1: Any, a2: Any) -> Any:

@@ -17,6 +17,7 @@ from jaxon._src.lax import lax
 from jaxon._src.numpy import (creation, lax_numpy, linalg, reductions, searching, sorting, ufuncs,
                               util)
 from jaxon._src.numpy import shape as jnp_shape
+from jaxon._src.numpy.padding import pad
 from jaxon._src.numpy.misc import _concrete_int, _inexact_arrays, _vector, vander
 
 
@@ -133,7 +134,7 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, A
   for k in range(m - n + 1):
     d = ufuncs.multiply(scale, u[k])
     quotient.append(d)
-    u = ufuncs.subtract(u, jnp_shape.pad(ufuncs.multiply(d, v), (k, m - n - k)))
+    u = ufuncs.subtract(u, pad(ufuncs.multiply(d, v), (k, m - n - k)))
   q = jnp_shape.stack(quotient) if quotient else lax.full((1,), 0, u.dtype)
   if trim_leading_zeros:
     u = _trim_small_leading(u)
