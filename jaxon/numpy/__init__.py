@@ -119,7 +119,7 @@ from jaxon._src.numpy.sorting import (
     sort_complex as sort_complex,
 )
 
-# --- searching, set operations, take and friends (searching.py)
+# --- searching, take and friends (searching.py)
 from jaxon._src.numpy.searching import (
     append as append,
     argwhere as argwhere,
@@ -129,25 +129,29 @@ from jaxon._src.numpy.searching import (
     extract as extract,
     flatnonzero as flatnonzero,
     insert as insert,
-    intersect1d as intersect1d,
-    isin as isin,
     nonzero as nonzero,
     put_along_axis as put_along_axis,
     ravel_multi_index as ravel_multi_index,
     resize as resize,
     searchsorted as searchsorted,
-    setdiff1d as setdiff1d,
-    setxor1d as setxor1d,
     take as take,
     take_along_axis as take_along_axis,
     trim_zeros as trim_zeros,
+    unravel_index as unravel_index,
+)
+
+# --- unique and set operations (setops.py)
+from jaxon._src.numpy.setops import (
+    intersect1d as intersect1d,
+    isin as isin,
+    setdiff1d as setdiff1d,
+    setxor1d as setxor1d,
     union1d as union1d,
     unique as unique,
     unique_all as unique_all,
     unique_counts as unique_counts,
     unique_inverse as unique_inverse,
     unique_values as unique_values,
-    unravel_index as unravel_index,
 )
 
 # --- ufuncs (ufuncs.py)
