@@ -92,6 +92,21 @@ def test_lax_fft_grads(fft_type, shape, lengths, np_fn):
   check_grads(lambda x: lax.fft(x, fft_type, lengths), (x,), order=2)
 
 
+
+def test_real_transforms_transpose_as_jax():
+  """RFFT's transpose is a half-spectrum IRFFT and IRFFT's an RFFT, weighted in the program:
+  no full complex FFT, no weights passed as an argument. Values are JAX 0.10.2's (its
+  gradient of |rfftn(x)|.sum() at this x, recorded)."""
+  x = np.arange(12, dtype=np.float32).reshape(3, 4) ** 1.5 / 7
+  grad = jaxon.jit(jaxon.grad(lambda a: jnp.abs(jnp.fft.rfftn(a)).sum()))
+  text = grad.lower(x).as_text()
+  assert "IRFFT" in text and "type = FFT" not in text, text
+  assert "%arg1" not in text, text  # x is the only argument
+  want = [[0.99260634, -1.00872803, -0.49593896, -1.90605688],
+          [-1.3649404, 1.12368536, 0.35275394, 2.96164131],
+          [-1.61100101, 3.63418078, 2.12652016, 7.19527721]]
+  np.testing.assert_allclose(grad(x), want, rtol=2e-6, atol=2e-6)
+
 @pytest.mark.parametrize("fft_type,shape,lengths", [c[:3] for c in LAX_CASES[::2]])
 def test_lax_fft_vmap(fft_type, shape, lengths):
   x = _lax_input(np.random.RandomState(3), fft_type, shape)

@@ -24,7 +24,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxon._src import dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, shape_ops, utils
+from jaxon._src.lax import lax, utils
 
 
 class FftType(enum.IntEnum):
@@ -135,13 +135,28 @@ mlir.register_lowering(fft_p, _fft_lowering)
 # ----------------------------------------------------------------------------- transpose
 
 def _rfft_transpose(ct: Any, fft_lengths: tuple[int, ...]) -> Any:
-  """RFFT(x) is the first half of FFT(complex(x)) along the last axis; its transpose pads
-  the cotangent back to the full length with zeros, applies FFT (its own transpose), and
-  keeps the real part (the transpose of embedding reals in the complex numbers)."""
-  missing = fft_lengths[-1] - ct.shape[-1]
-  config = [(0, 0, 0)] * (ct.ndim - 1) + [(0, missing, 0)]
-  padded = shape_ops.pad(ct, np.zeros((), ct.dtype), config)
-  return lax.real(fft_p.bind(padded, fft_type=FftType.FFT, fft_lengths=fft_lengths))
+  """RFFT(x) is the first half of FFT(complex(x)) along the last axis, so its transpose is
+  Re(FFT(ct padded to the full length with zeros)). Written as JAX writes it: N IRFFT(conj(ct)
+  / w), w along the last axis 1 for the zero frequency (and the Nyquist one when n is even)
+  and 2 for the others, which IRFFT counts twice; a half-spectrum inverse transform costs
+  half the full complex FFT of the padded cotangent (the gradient of an rfftn ran 2x JAX's
+  time that way)."""
+  weights = _hermitian_weights(ct.ndim, ct.shape[-1], fft_lengths[-1], ct.dtype)
+  signal = fft_p.bind(lax.div(lax.conj(ct), weights), fft_type=FftType.IRFFT,
+                      fft_lengths=fft_lengths)
+  return lax.mul(signal, np.array(math.prod(fft_lengths), signal.dtype))
+
+
+def _hermitian_weights(ndim: int, half: int, n: int, dtype: np.dtype) -> Any:
+  """How many entries of a full spectrum of length n each of the `half` kept ones stands for:
+  1 for the zero frequency (and the Nyquist one when n is even), 2 for the others; shaped to
+  broadcast along the last of `ndim` axes. Made in the program: a constant of over 1 KB
+  would be passed with every call."""
+  column = lax.broadcasted_iota(np.int32, (1,) * (ndim - 1) + (half,), ndim - 1)
+  edge = lax.eq(column, np.int32(0))
+  if n % 2 == 0:
+    edge = lax.bitwise_or(edge, lax.eq(column, np.int32(half - 1)))
+  return lax.select(edge, lax.full(column.shape, 1, dtype), lax.full(column.shape, 2, dtype))
 
 
 def _irfft_transpose(ct: Any, fft_lengths: tuple[int, ...]) -> Any:
@@ -150,13 +165,10 @@ def _irfft_transpose(ct: Any, fft_lengths: tuple[int, ...]) -> Any:
   stand for their conjugate twins. For a real cotangent d, sum_j d_j e^{2 pi i j.k / n} is
   conj(RFFT(d))_k, so the transpose is w * conj(RFFT(d)) / N."""
   spectrum = fft_p.bind(ct, fft_type=FftType.RFFT, fft_lengths=fft_lengths)
-  n, half = fft_lengths[-1], spectrum.shape[-1]
-  weights = np.full(half, 2.0)
-  weights[0] = 1.0
-  if n % 2 == 0:
-    weights[-1] = 1.0
-  weights = (weights / math.prod(fft_lengths)).astype(spectrum.dtype)
-  return lax.mul(lax.conj(spectrum), lax.broadcast(weights, spectrum.shape[:-1]))
+  weights = _hermitian_weights(spectrum.ndim, spectrum.shape[-1], fft_lengths[-1],
+                               spectrum.dtype)
+  scale = np.array(1 / math.prod(fft_lengths), spectrum.dtype)
+  return lax.conj(lax.mul(lax.mul(weights, scale), spectrum))
 
 
 def _fft_transpose(ct: Any, x: Any, *, fft_type: FftType, fft_lengths: tuple[int, ...]
