@@ -12,6 +12,24 @@ _X = (np.arange(1.0, 13.0).reshape(3, 4) ** 1.5).astype(np.float32)
 _I = (np.arange(12).reshape(3, 4) * 7 + 3).astype(np.int32)
 
 
+
+def test_logaddexp_reduce_is_a_log_sum_exp():
+  """As JAX computes it: the maximum taken out, then one sum (no loop over the axis); -inf
+  slices, `where`, `initial`, `keepdims` and base 2 as NumPy has them."""
+  x = np.array([[0.5, -np.inf, 2.0], [1.0, -np.inf, -3.0], [-1.0, -np.inf, 0.25]], np.float32)
+  where = np.array([[True, True, False], [True, False, True], [False, True, True]])
+  for ufunc, np_ufunc in ((jnp.logaddexp, np.logaddexp), (jnp.logaddexp2, np.logaddexp2)):
+    got = jaxon.jit(lambda a, f=ufunc: (f.reduce(a), f.reduce(a, axis=1, keepdims=True),
+                                        f.reduce(a, axis=None, initial=0.5),
+                                        f.reduce(a, axis=1, where=where)))(x)
+    want = (np_ufunc.reduce(x), np_ufunc.reduce(x, axis=1, keepdims=True),
+            np_ufunc(np_ufunc.reduce(x, axis=None), 0.5),
+            np_ufunc.reduce(x, axis=1, where=where, initial=-np.inf))
+    for g, w in zip(got, want):
+      np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=ufunc.__name__)
+    jaxpr = jaxon.make_jaxpr(lambda a, f=ufunc: f.reduce(a))(x)
+    assert "while" not in str(jaxpr) and "reduce_max" in str(jaxpr), jaxpr
+
 def test_reduce_and_accumulate_match_numpy():
   cases = [
       ("subtract.reduce", jnp.subtract.reduce(_X, axis=1), np.subtract.reduce(_X, axis=1)),

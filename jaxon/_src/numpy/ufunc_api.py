@@ -21,8 +21,9 @@ from jaxon._src import core, dtypes, traceback_util
 from jaxon._src.lax import lax, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.lax.control_flow import loops
+from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax.control_flow.scan import scan
-from jaxon._src.numpy import lax_numpy, reductions, ufuncs
+from jaxon._src.numpy import lax_numpy, reductions, ufuncs, util
 from jaxon._src.numpy import shape as jnp_shape
 from jaxon._src.numpy.vectorize import vectorize
 
@@ -256,6 +257,33 @@ def _reduction(fn: Callable, boolean: bool = False) -> Callable[..., Any]:
   return reduce
 
 
+def _log_sum_exp(base: float) -> Callable[..., Any]:
+  """`logaddexp.reduce` (base e) or `logaddexp2.reduce` (base 2) as JAX computes them: a
+  log-sum-exp with the maximum taken out first (base 2 through base e, scaled by ln 2), not a
+  loop of pairwise `logaddexp`s, which took 3.3 times JAX's time on f32[256,256]. `dtype`
+  is accepted and, as in JAX, not used; `initial` joins the result by `logaddexp`."""
+  def reduce(a: Any, axis: Any = 0, dtype: Any = None, keepdims: bool = False,
+             initial: Any = None, where: Any = None) -> Any:
+    del dtype
+    (a,) = util.promote_args_inexact("logaddexp.reduce", a)
+    ln_base = float(np.log(base))
+    if base != math.e:
+      a = ufuncs.multiply(a, ln_base)
+      initial = None if initial is None else ufuncs.multiply(initial, ln_base)
+    axes = reductions._canonical_axes("logaddexp.reduce", axis, a.ndim)
+    real = ufuncs.real(a) if dtypes.issubdtype(a.dtype, np.complexfloating) else a
+    top = reductions.max(real, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
+    top = stop_gradient(lax.select(ufuncs.isfinite(top), top, lax.full_like(top, 0)))
+    spread = top if keepdims else jnp_shape.expand_dims(top, axes)
+    shifted = ufuncs.exp(ufuncs.subtract(a, spread.astype(a.dtype)))
+    total = reductions.sum(shifted, axis=axes, keepdims=keepdims, where=where)
+    out = ufuncs.add(ufuncs.log(total), top.astype(total.dtype))
+    if initial is not None:
+      out = ufuncs.logaddexp(initial, out)
+    return out if base == math.e else ufuncs.divide(out, ln_base)
+  return reduce
+
+
 def _extremum(fn: Callable) -> Callable[..., Any]:
   def reduce(a: Any, axis: Any = 0, dtype: Any = None, keepdims: bool = False,
              initial: Any = None, where: Any = None) -> Any:
@@ -286,5 +314,7 @@ logical_xor = ufunc(ufuncs.logical_xor, 2, 1, identity=False, call=ufuncs.logica
 bitwise_and = ufunc(ufuncs.bitwise_and, 2, 1, identity=-1, call=ufuncs.bitwise_and)
 bitwise_or = ufunc(ufuncs.bitwise_or, 2, 1, identity=0, call=ufuncs.bitwise_or)
 bitwise_xor = ufunc(ufuncs.bitwise_xor, 2, 1, identity=0, call=ufuncs.bitwise_xor)
-logaddexp = ufunc(ufuncs.logaddexp, 2, 1, identity=-np.inf, call=ufuncs.logaddexp)
-logaddexp2 = ufunc(ufuncs.logaddexp2, 2, 1, identity=-np.inf, call=ufuncs.logaddexp2)
+logaddexp = ufunc(ufuncs.logaddexp, 2, 1, identity=-np.inf, call=ufuncs.logaddexp,
+                  reduce=_log_sum_exp(2.718281828459045))
+logaddexp2 = ufunc(ufuncs.logaddexp2, 2, 1, identity=-np.inf, call=ufuncs.logaddexp2,
+                   reduce=_log_sum_exp(2.0))
