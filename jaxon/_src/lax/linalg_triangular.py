@@ -141,10 +141,6 @@ def _triangular_solve_transpose(ct: Any, a: Any, b: Any, *, left_side: bool, low
       conjugate_a=conjugate_a, unit_diagonal=unit_diagonal)]
 
 
-mlir.register_lowering(triangular_solve_p, _triangular_solve_lowering)
-mlir.register_lowering(triangular_solve_p, _triangular_solve_cpu_lowering, platform="cpu")
-ad.primitive_jvps[triangular_solve_p] = _triangular_solve_jvp
-ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
 def _triangular_solve_batch(vals: Sequence[Any], dims: Sequence[int | None], *,
                             left_side: bool, **params: Any) -> tuple[Any, int]:
   """Right-hand sides that share one matrix are solved together: the batch joins b's
@@ -152,7 +148,7 @@ def _triangular_solve_batch(vals: Sequence[Any], dims: Sequence[int | None], *,
   a, b = vals
   a_dim, b_dim = dims
   if a_dim is not batching.not_mapped or b_dim is batching.not_mapped:
-    return _general_batch(vals, dims, left_side=left_side, **params)
+    return _batch_rule(triangular_solve_p)(vals, dims, left_side=left_side, **params)
   b = batching.moveaxis(b, b_dim, -1 if left_side else -3)
   shape = b.shape
   joined = (*shape[:-2], shape[-2] * shape[-1]) if left_side else \
@@ -161,5 +157,8 @@ def _triangular_solve_batch(vals: Sequence[Any], dims: Sequence[int | None], *,
   return shape_ops.reshape(x, shape), len(shape) - (1 if left_side else 3)
 
 
-_general_batch = _batch_rule(triangular_solve_p)
+mlir.register_lowering(triangular_solve_p, _triangular_solve_lowering)
+mlir.register_lowering(triangular_solve_p, _triangular_solve_cpu_lowering, platform="cpu")
+ad.primitive_jvps[triangular_solve_p] = _triangular_solve_jvp
+ad.primitive_transposes[triangular_solve_p] = _triangular_solve_transpose
 batching.primitive_batchers[triangular_solve_p] = _triangular_solve_batch

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes, traceback_util
+from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax, slicing
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.lax.control_flow import loops
-from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax.control_flow.scan import scan
 from jaxon._src.numpy import lax_numpy, reductions, ufuncs, util
 from jaxon._src.numpy import shape as jnp_shape
@@ -257,6 +257,21 @@ def _reduction(fn: Callable, boolean: bool = False) -> Callable[..., Any]:
   return reduce
 
 
+def max_shifted_exp_sum(a: Any, axes: tuple[int, ...], where: Any = None,
+                        weights: Any = None) -> tuple[Any, Any]:
+  """The core of a log-sum-exp as JAX computes one: (sum of weights * exp(a - m), m) over
+  `axes`, both keeping them as size-1 axes, with m the maximum of a's real part there,
+  replaced by 0 where it is not finite and held constant to differentiation. The reduction
+  of `logaddexp` and `scipy.special.logsumexp` are built on it."""
+  real = ufuncs.real(a) if dtypes.issubdtype(a.dtype, np.complexfloating) else a
+  top = reductions.max(real, axis=axes, keepdims=True, where=where, initial=-np.inf)
+  top = stop_gradient(lax.select(ufuncs.isfinite(top), top, lax.full_like(top, 0)))
+  shifted = ufuncs.exp(ufuncs.subtract(a, top.astype(a.dtype)))
+  if weights is not None:
+    shifted = ufuncs.multiply(shifted, weights)
+  return reductions.sum(shifted, axis=axes, keepdims=True, where=where), top
+
+
 def _log_sum_exp(base: float) -> Callable[..., Any]:
   """`logaddexp.reduce` (base e) or `logaddexp2.reduce` (base 2) as JAX computes them: a
   log-sum-exp with the maximum taken out first (base 2 through base e, scaled by ln 2), not a
@@ -266,18 +281,14 @@ def _log_sum_exp(base: float) -> Callable[..., Any]:
              initial: Any = None, where: Any = None) -> Any:
     del dtype
     (a,) = util.promote_args_inexact("logaddexp.reduce", a)
-    ln_base = float(np.log(base))
+    ln_base = math.log(base)
     if base != math.e:
       a = ufuncs.multiply(a, ln_base)
       initial = None if initial is None else ufuncs.multiply(initial, ln_base)
     axes = reductions._canonical_axes("logaddexp.reduce", axis, a.ndim)
-    real = ufuncs.real(a) if dtypes.issubdtype(a.dtype, np.complexfloating) else a
-    top = reductions.max(real, axis=axes, keepdims=keepdims, where=where, initial=-np.inf)
-    top = stop_gradient(lax.select(ufuncs.isfinite(top), top, lax.full_like(top, 0)))
-    spread = top if keepdims else jnp_shape.expand_dims(top, axes)
-    shifted = ufuncs.exp(ufuncs.subtract(a, spread.astype(a.dtype)))
-    total = reductions.sum(shifted, axis=axes, keepdims=keepdims, where=where)
+    total, top = max_shifted_exp_sum(a, axes, where)
     out = ufuncs.add(ufuncs.log(total), top.astype(total.dtype))
+    out = out if keepdims else jnp_shape.squeeze(out, axes)
     if initial is not None:
       out = ufuncs.logaddexp(initial, out)
     return out if base == math.e else ufuncs.divide(out, ln_base)
@@ -315,6 +326,6 @@ bitwise_and = ufunc(ufuncs.bitwise_and, 2, 1, identity=-1, call=ufuncs.bitwise_a
 bitwise_or = ufunc(ufuncs.bitwise_or, 2, 1, identity=0, call=ufuncs.bitwise_or)
 bitwise_xor = ufunc(ufuncs.bitwise_xor, 2, 1, identity=0, call=ufuncs.bitwise_xor)
 logaddexp = ufunc(ufuncs.logaddexp, 2, 1, identity=-np.inf, call=ufuncs.logaddexp,
-                  reduce=_log_sum_exp(2.718281828459045))
+                  reduce=_log_sum_exp(math.e))
 logaddexp2 = ufunc(ufuncs.logaddexp2, 2, 1, identity=-np.inf, call=ufuncs.logaddexp2,
                    reduce=_log_sum_exp(2.0))

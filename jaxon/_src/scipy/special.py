@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import dtypes
-from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax
 from jaxon._src.lax import special as lax_special
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import misc, reductions, shape, ufuncs
+from jaxon._src.numpy.ufunc_api import max_shifted_exp_sum
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
 from jaxon._src.xla.eager_plans import memoize_eager_operations
 
@@ -424,17 +424,11 @@ def logsumexp(a: Any, axis: int | Sequence[int] | None = None, b: Any = None,
     (a,) = _promote_args_inexact("logsumexp", a)
   complex_input = dtypes.issubdtype(a.dtype, np.complexfloating)
   axes = reductions._canonical_axes("logsumexp", axis, np.ndim(a))
-  a_max = reductions.max(ufuncs.real(a) if complex_input else a, axes, keepdims=True,
-                         where=where, initial=-np.inf)
-  a_max = stop_gradient(lax.select(ufuncs.isfinite(a_max), a_max, lax.full_like(a_max, 0)))
-  exp_a = ufuncs.exp(ufuncs.subtract(a, a_max))
-  if b is not None:
-    exp_a = ufuncs.multiply(exp_a, b)
-  total = reductions.sum(exp_a, axes, keepdims=True, where=where)
+  total, a_max = max_shifted_exp_sum(a, axes, where, b)
   sign = ufuncs.sign(total)
   if return_sign or not complex_input:
     total = ufuncs.abs(total)
-  out = ufuncs.add(ufuncs.log(total), a_max)
+  out = ufuncs.add(ufuncs.log(total), a_max.astype(total.dtype))
   if not keepdims:
     out, sign = shape.squeeze(out, axes), shape.squeeze(sign, axes)
   if return_sign:
