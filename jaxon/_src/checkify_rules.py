@@ -46,6 +46,7 @@ from jaxon._src.lax import (
     shape_ops,
     slicing,
     special,
+    windowed_reductions,
 )
 from jaxon._src.lax import custom_derivatives as cd
 from jaxon._src.lax.control_flow import common
@@ -93,8 +94,8 @@ _NAN_PRIMITIVES = [
     special.bessel_i0e_p, special.bessel_i1e_p, special.igamma_grad_a_p, special.igamma_p,
     special.igammac_p, special.regularized_incomplete_beta_p,
     reductions.cumlogsumexp_p, reductions.cummax_p, reductions.cummin_p, reductions.cumprod_p,
-    reductions.cumsum_p, reductions.reduce_p, reductions.reduce_prod_p,
-    reductions.reduce_sum_p, reductions.reduce_window_p, reductions.reduce_window_sum_p,
+    reductions.cumsum_p, reductions.reduce_p, reductions.reduce_prod_p, reductions.reduce_sum_p,
+    windowed_reductions.reduce_window_p, windowed_reductions.reduce_window_sum_p,
     shape_ops.pad_p, convolution.conv_general_dilated_p, dot_general.dot_general_p,
     fft.fft_p, custom_linear_solve_p,
 ]

@@ -217,7 +217,8 @@ from jaxon._src.lax.slicing import (
     slice_p as slice_p,
 )
 
-# --- reductions, argmax/argmin, cumulative and windowed reductions (reductions.py)
+# --- reductions, argmax/argmin, cumulative (reductions.py) and windowed reductions
+#     (windowed_reductions.py)
 from jaxon._src.lax.reductions import (
     argmax as argmax,
     argmax_p as argmax_p,
@@ -247,13 +248,15 @@ from jaxon._src.lax.reductions import (
     reduce_prod_p as reduce_prod_p,
     reduce_sum as reduce_sum,
     reduce_sum_p as reduce_sum_p,
+    reduce_xor as reduce_xor,
+    reduce_xor_p as reduce_xor_p,
+)
+from jaxon._src.lax.windowed_reductions import (
     reduce_window as reduce_window,
     reduce_window_max_p as reduce_window_max_p,
     reduce_window_min_p as reduce_window_min_p,
     reduce_window_p as reduce_window_p,
     reduce_window_sum_p as reduce_window_sum_p,
-    reduce_xor as reduce_xor,
-    reduce_xor_p as reduce_xor_p,
 )
 
 # --- dot_general (dot_general.py), conv_general_dilated (convolution.py)

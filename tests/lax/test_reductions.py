@@ -11,7 +11,7 @@ import pytest
 import jaxon
 import jaxon.numpy as jnp
 from jaxon import lax
-from jaxon._src.lax.reductions import padtype_to_pads
+from jaxon._src.lax.windowed_reductions import padtype_to_pads
 from tests.util import BF16, BOOL, F16, F32, F64, I32, I64, U8, check
 
 

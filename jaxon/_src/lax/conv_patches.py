@@ -20,7 +20,7 @@ import numpy as np
 from jaxon._src.lax import convolution as conv
 from jaxon._src.lax import dot_general as dg
 from jaxon._src.lax import lax, shape_ops
-from jaxon._src.lax.reductions import padtype_to_pads
+from jaxon._src.lax.windowed_reductions import padtype_to_pads
 
 # ----------------------------------------------------------------------------- patches
 

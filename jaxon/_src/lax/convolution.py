@@ -29,7 +29,7 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dot_general as dg
 from jaxon._src.lax import lax, shape_ops, utils
-from jaxon._src.lax.reductions import padtype_to_pads
+from jaxon._src.lax.windowed_reductions import padtype_to_pads
 
 
 class ConvDimensionNumbers(NamedTuple):

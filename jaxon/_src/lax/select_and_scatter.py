@@ -24,7 +24,7 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
-from jaxon._src.lax import lax, reductions, shape_ops, slicing, utils
+from jaxon._src.lax import lax, reductions, shape_ops, slicing, utils, windowed_reductions
 
 Padding = tuple[tuple[int, int], ...]
 
@@ -163,7 +163,7 @@ def _select_and_scatter_add_shape_rule(source: ShapedArray, operand: ShapedArray
                                        ) -> tuple[int, ...]:
   _check_window("select_and_scatter_add", operand, window_dimensions, window_strides, padding)
   utils.check_same_dtypes("select_and_scatter_add", source, operand)
-  expected = reductions._reduce_window_shape(
+  expected = windowed_reductions.reduce_window_shape(
       "select_and_scatter_add", operand.shape, window_dimensions=window_dimensions,
       window_strides=window_strides, padding=padding, base_dilation=(1,) * operand.ndim,
       window_dilation=(1,) * operand.ndim)
@@ -251,7 +251,8 @@ def _select_and_gather_add_shape_rule(tangents: ShapedArray, operand: ShapedArra
   if tangents.shape != operand.shape:
     raise TypeError(f"select_and_gather_add tangents and operand shapes must match, got "
                     f"{tangents.shape} and {operand.shape}.")
-  return reductions._reduce_window_shape("select_and_gather_add", operand.shape, **window)
+  return windowed_reductions.reduce_window_shape("select_and_gather_add", operand.shape,
+                                                 **window)
 
 
 select_and_gather_add_p = utils.standard_primitive(
@@ -266,7 +267,7 @@ def _select_and_gather_add_by_reduce_window(tangents: Any, operand: Any, *,
     which = select_prim.bind(acc[0], x[0])
     return lax.select(which, acc[0], x[0]), lax.select(which, acc[1], x[1])
   dtype = dtypes.dtype(operand)
-  _, out = reductions.reduce_window(
+  _, out = windowed_reductions.reduce_window(
       (operand, tangents), (_identity_of(select_prim, dtype), np.zeros((), dtypes.dtype(
           tangents))), keep_selected, **window)
   return out
