@@ -41,6 +41,7 @@ from jaxon._src.lax import (
     convolution,
     dot_general,
     fft,
+    gather_scatter,
     lax,
     reductions,
     shape_ops,
@@ -184,39 +185,39 @@ def _dynamic_update_slice_rule(error: Error, enabled_errors: frozenset, operand:
 
 
 def _gather_rule(error: Error, enabled_errors: frozenset, operand: Any, indices: Any, *,
-                 dimension_numbers: slicing.GatherDimensionNumbers,
+                 dimension_numbers: gather_scatter.GatherDimensionNumbers,
                  slice_sizes: tuple[int, ...], **params: Any) -> tuple[Error, Any]:
-  out = slicing.gather_p.bind(operand, indices, dimension_numbers=dimension_numbers,
+  out = gather_scatter.gather_p.bind(operand, indices, dimension_numbers=dimension_numbers,
                               slice_sizes=slice_sizes, **params)
   if OOBError in enabled_errors:
     shape = core.get_aval(operand).shape
     index_map = dimension_numbers.start_index_map
-    upper = slicing._index_upper_bounds(shape, slice_sizes, index_map)
+    upper = gather_scatter._index_upper_bounds(shape, slice_sizes, index_map)
     error = _check_indices(error, "gather", shape, indices, upper, index_map)
   return error, out
 
 
 def _scatter_rule(prim: core.Primitive, error: Error, enabled_errors: frozenset,
                   operand: Any, indices: Any, updates: Any, *,
-                  dimension_numbers: slicing.ScatterDimensionNumbers, **params: Any
+                  dimension_numbers: gather_scatter.ScatterDimensionNumbers, **params: Any
                   ) -> tuple[Error, Any]:
   """Also checks the result for NaNs, but only with index checks on (as JAX does)."""
   out = prim.bind(operand, indices, updates, dimension_numbers=dimension_numbers, **params)
   if OOBError not in enabled_errors:
     return error, out
   operand_aval = core.get_aval(operand)
-  window = slicing._scatter_window(operand_aval, core.get_aval(updates), dimension_numbers)
+  window = gather_scatter._scatter_window(operand_aval, core.get_aval(updates), dimension_numbers)
   index_map = dimension_numbers.scatter_dims_to_operand_dims
-  upper = slicing._index_upper_bounds(operand_aval.shape, window, index_map)
+  upper = gather_scatter._index_upper_bounds(operand_aval.shape, window, index_map)
   error = _check_indices(error, prim.name, operand_aval.shape, indices, upper, index_map)
   return check_nans(prim, error, enabled_errors, out), out
 
 
 error_checks[slicing.dynamic_slice_p] = _dynamic_slice_rule
 error_checks[slicing.dynamic_update_slice_p] = _dynamic_update_slice_rule
-error_checks[slicing.gather_p] = _gather_rule
-for _prim in (slicing.scatter_p, slicing.scatter_add_p, slicing.scatter_mul_p,
-              slicing.scatter_min_p, slicing.scatter_max_p):
+error_checks[gather_scatter.gather_p] = _gather_rule
+for _prim in (gather_scatter.scatter_p, gather_scatter.scatter_add_p, gather_scatter.scatter_mul_p,
+              gather_scatter.scatter_min_p, gather_scatter.scatter_max_p):
   error_checks[_prim] = functools.partial(_scatter_rule, _prim)
 
 

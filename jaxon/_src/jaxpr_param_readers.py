@@ -18,7 +18,7 @@ from jaxon._src.config import config
 from jaxon._src.core import ClosedJaxpr, Jaxpr, ShapedArray
 from jaxon._src.export import shape_poly
 from jaxon._src.jaxpr_lexer import DTYPES_BY_NAME, PRNG_IMPLS, literal_kind
-from jaxon._src.lax import barriers_tokens, convolution, fft, lax, rng_bits, slicing
+from jaxon._src.lax import barriers_tokens, convolution, fft, gather_scatter, lax, rng_bits
 from jaxon._src.lax import custom_derivatives as cd
 from jaxon._src.lax import ragged_dot
 from jaxon._src.lax import linalg as lax_linalg
@@ -66,11 +66,11 @@ class Unreadable(Exception):
 # Named tuples whose text `Name(field=value, ...)` is read back by calling them, and enums
 # whose members print as `Name.MEMBER`.
 CONSTRUCTORS: dict[str, Callable[..., Any]] = {c.__name__: c for c in (
-    slicing.GatherDimensionNumbers, slicing.ScatterDimensionNumbers,
+    gather_scatter.GatherDimensionNumbers, gather_scatter.ScatterDimensionNumbers,
     convolution.ConvDimensionNumbers, solves._SolveJaxprs, DotAlgorithm,
     ragged_dot.RaggedDotDimensionNumbers)}
 _ENUMS: dict[str, Any] = {e.__name__: e for e in (
-    Precision, slicing.GatherScatterMode, fft.FftType, lax_linalg.SvdAlgorithm,
+    Precision, gather_scatter.GatherScatterMode, fft.FftType, lax_linalg.SvdAlgorithm,
     barriers_tokens.ArrayCopySemantics)}
 
 

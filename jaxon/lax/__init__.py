@@ -184,22 +184,14 @@ from jaxon._src.lax.shape_ops import (
     transpose as transpose,
 )
 
-# --- slice, dynamic_slice, dynamic_update_slice, gather, scatter (slicing.py)
-from jaxon._src.lax.slicing import (
+# --- slice, dynamic_slice, dynamic_update_slice (slicing.py), gather, scatter
+#     (gather_scatter.py)
+from jaxon._src.lax.gather_scatter import (
     GatherDimensionNumbers as GatherDimensionNumbers,
     GatherScatterMode as GatherScatterMode,
     ScatterDimensionNumbers as ScatterDimensionNumbers,
-    dynamic_index_in_dim as dynamic_index_in_dim,
-    dynamic_slice as dynamic_slice,
-    dynamic_slice_in_dim as dynamic_slice_in_dim,
-    dynamic_slice_p as dynamic_slice_p,
-    dynamic_update_index_in_dim as dynamic_update_index_in_dim,
-    dynamic_update_slice as dynamic_update_slice,
-    dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
-    dynamic_update_slice_p as dynamic_update_slice_p,
     gather as gather,
     gather_p as gather_p,
-    index_in_dim as index_in_dim,
     scatter as scatter,
     scatter_add as scatter_add,
     scatter_add_p as scatter_add_p,
@@ -212,6 +204,17 @@ from jaxon._src.lax.slicing import (
     scatter_p as scatter_p,
     scatter_sub as scatter_sub,
     scatter_sub_p as scatter_sub_p,
+)
+from jaxon._src.lax.slicing import (
+    dynamic_index_in_dim as dynamic_index_in_dim,
+    dynamic_slice as dynamic_slice,
+    dynamic_slice_in_dim as dynamic_slice_in_dim,
+    dynamic_slice_p as dynamic_slice_p,
+    dynamic_update_index_in_dim as dynamic_update_index_in_dim,
+    dynamic_update_slice as dynamic_update_slice,
+    dynamic_update_slice_in_dim as dynamic_update_slice_in_dim,
+    dynamic_update_slice_p as dynamic_update_slice_p,
+    index_in_dim as index_in_dim,
     slice as slice,
     slice_in_dim as slice_in_dim,
     slice_p as slice_p,

@@ -14,7 +14,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxon._src import core
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, reductions, shape_ops, slicing, sorting, utils
+from jaxon._src.lax import gather_scatter, lax, reductions, shape_ops, slicing, sorting, utils
 from jaxon._src.lax.linalg_helpers import (_H, _batch_rule, _const, _diagonal_mask, _dtype,
                                            _emit, _empty_results, _identity, _info_aval,
                                            _iotas, _ir_tril, _is_complex, _is_empty,
@@ -169,11 +169,11 @@ def _permute_rows(x: Any, perm: Any) -> Any:
   if m == 0:
     return x
   nb = len(batch)
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=(nb + 1,), collapsed_slice_dims=(nb,), start_index_map=(nb,),
       operand_batching_dims=tuple(range(nb)), start_indices_batching_dims=tuple(range(nb)))
-  return slicing.gather(x, shape_ops.expand_dims(perm, (nb + 1,)), dnums,
-                        (*[1] * nb, 1, k), unique_indices=True)
+  return gather_scatter.gather(x, shape_ops.expand_dims(perm, (nb + 1,)), dnums,
+                               (*[1] * nb, 1, k), unique_indices=True)
 
 
 def _inverse_permutation(perm: Any) -> Any:

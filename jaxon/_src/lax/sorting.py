@@ -19,7 +19,7 @@ from jaxlib.mlir.dialects import stablehlo as hlo
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, shape_ops, slicing, utils
+from jaxon._src.lax import gather_scatter, lax, shape_ops, utils
 
 # ----------------------------------------------------------------------------- user functions
 
@@ -174,11 +174,12 @@ def _take_along(x: Any, indices: Any, axis: int) -> Any:
   dimension pairs the operand with the indices (both have the same sizes there)."""
   ndim = np.ndim(x)
   others = tuple(d for d in range(ndim) if d != axis)
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
       operand_batching_dims=others, start_indices_batching_dims=others)
-  return slicing.gather(x, shape_ops.expand_dims(indices, (ndim,)), dnums, (1,) * ndim,
-                        unique_indices=True, mode=slicing.GatherScatterMode.PROMISE_IN_BOUNDS)
+  return gather_scatter.gather(x, shape_ops.expand_dims(indices, (ndim,)), dnums, (1,) * ndim,
+                               unique_indices=True,
+                               mode=gather_scatter.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _sort_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *, dimension: int,

@@ -20,7 +20,7 @@ import numpy as np
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, reductions, shape_ops, slicing, utils
+from jaxon._src.lax import gather_scatter, lax, reductions, shape_ops, slicing, utils
 from jaxon._src.lax.dimension_value import dimension_as_value
 from jaxon._src.xla import deferred
 
@@ -294,7 +294,7 @@ def index_take(src: Any, idxs: Sequence[Any], axes: Sequence[int]) -> Any:
   sizes = lax.broadcast_in_dim(sizes, np.shape(indices), (np.ndim(indices) - 1,))
   indices = lax.rem(lax.add(lax.rem(indices, sizes), sizes), sizes)  # floor modulo
   slice_sizes = [1 if ax in axes else d for ax, d in enumerate(np.shape(src))]
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=tuple(range(1, np.ndim(src) - len(axes) + 1)),
       collapsed_slice_dims=tuple(axes), start_index_map=tuple(axes))
-  return slicing.gather(src, indices, dnums, tuple(slice_sizes))
+  return gather_scatter.gather(src, indices, dnums, tuple(slice_sizes))

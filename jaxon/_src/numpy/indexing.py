@@ -24,8 +24,8 @@ import numpy as np
 from jaxon._src import core, dtypes, tree_util
 from jaxon._src.config import config
 from jaxon._src.errors import JAXIndexError
-from jaxon._src.lax import lax, shape_ops, slicing
-from jaxon._src.lax.slicing import GatherScatterMode
+from jaxon._src.lax import gather_scatter, lax, shape_ops, slicing
+from jaxon._src.lax.gather_scatter import GatherScatterMode
 from jaxon._src.numpy import lax_numpy, ufuncs, util
 from jaxon._src.xla.array import Array
 
@@ -336,13 +336,13 @@ class _IndexPlan(NamedTuple):
   out_shape: tuple[int, ...]
   unique: bool
 
-  def gather_dnums(self) -> slicing.GatherDimensionNumbers:
-    return slicing.GatherDimensionNumbers(self.offset_dims, self.collapsed_dims,
-                                          self.start_index_map)
+  def gather_dnums(self) -> gather_scatter.GatherDimensionNumbers:
+    return gather_scatter.GatherDimensionNumbers(self.offset_dims, self.collapsed_dims,
+                                                 self.start_index_map)
 
-  def scatter_dnums(self) -> slicing.ScatterDimensionNumbers:
-    return slicing.ScatterDimensionNumbers(self.offset_dims, self.collapsed_dims,
-                                           self.start_index_map)
+  def scatter_dnums(self) -> gather_scatter.ScatterDimensionNumbers:
+    return gather_scatter.ScatterDimensionNumbers(self.offset_dims, self.collapsed_dims,
+                                                  self.start_index_map)
 
 
 def _index_dtype(shape: tuple[int, ...]) -> np.dtype:
@@ -487,10 +487,10 @@ def rewriting_take(arr: Any, idx: Any, *, indices_are_sorted: bool = False,
   plan = _index_plan(shape, entries)
   if plan.indices is None:
     return lax.full(plan.out_shape, 0, dtypes.dtype(arr))
-  return slicing.gather(arr, plan.indices, plan.gather_dnums(), plan.slice_sizes,
-                        unique_indices=unique_indices or plan.unique,
-                        indices_are_sorted=indices_are_sorted or plan.unique, mode=mode,
-                        fill_value=fill_value)
+  return gather_scatter.gather(arr, plan.indices, plan.gather_dnums(), plan.slice_sizes,
+                               unique_indices=unique_indices or plan.unique,
+                               indices_are_sorted=indices_are_sorted or plan.unique, mode=mode,
+                               fill_value=fill_value)
 
 
 def getitem(arr: Any, idx: Any) -> Any:
@@ -568,13 +568,13 @@ class _IndexUpdateRef:
     return rewriting_take(self.array, self.index, indices_are_sorted=indices_are_sorted,
                           unique_indices=unique_indices, mode=mode, fill_value=fill_value)
 
-  set = _update_method(slicing.scatter, "x[idx] = y")
-  add = _update_method(slicing.scatter_add, "x[idx] += y")
-  subtract = _update_method(slicing.scatter_sub, "x[idx] -= y")
-  multiply = _update_method(slicing.scatter_mul, "x[idx] *= y")
+  set = _update_method(gather_scatter.scatter, "x[idx] = y")
+  add = _update_method(gather_scatter.scatter_add, "x[idx] += y")
+  subtract = _update_method(gather_scatter.scatter_sub, "x[idx] -= y")
+  multiply = _update_method(gather_scatter.scatter_mul, "x[idx] *= y")
   mul = multiply
-  min = _update_method(slicing.scatter_min, "x[idx] = minimum(x[idx], y)")
-  max = _update_method(slicing.scatter_max, "x[idx] = maximum(x[idx], y)")
+  min = _update_method(gather_scatter.scatter_min, "x[idx] = minimum(x[idx], y)")
+  max = _update_method(gather_scatter.scatter_max, "x[idx] = maximum(x[idx], y)")
 
   def _factors(self, values: Any, **kw: Any) -> Any:
     """Ones, multiplied by `values` at `idx` (repeated indices multiply together)."""
@@ -627,8 +627,8 @@ def _ops_function(name: str, scatter_fn: Callable[..., Any], statement: str
 
 index = index_exp = np.index_exp
 s_ = np.s_
-index_update = _ops_function("index_update", slicing.scatter, "x[idx] = y")
-index_add = _ops_function("index_add", slicing.scatter_add, "x[idx] += y")
-index_mul = _ops_function("index_mul", slicing.scatter_mul, "x[idx] *= y")
-index_min = _ops_function("index_min", slicing.scatter_min, "x[idx] = minimum(x[idx], y)")
-index_max = _ops_function("index_max", slicing.scatter_max, "x[idx] = maximum(x[idx], y)")
+index_update = _ops_function("index_update", gather_scatter.scatter, "x[idx] = y")
+index_add = _ops_function("index_add", gather_scatter.scatter_add, "x[idx] += y")
+index_mul = _ops_function("index_mul", gather_scatter.scatter_mul, "x[idx] *= y")
+index_min = _ops_function("index_min", gather_scatter.scatter_min, "x[idx] = minimum(x[idx], y)")
+index_max = _ops_function("index_max", gather_scatter.scatter_max, "x[idx] = maximum(x[idx], y)")

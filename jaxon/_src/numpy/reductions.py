@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxon._src import core, dtypes
-from jaxon._src.lax import lax, reductions, shape_ops, slicing, sorting
+from jaxon._src.lax import gather_scatter, lax, reductions, shape_ops, slicing, sorting
 from jaxon._src.numpy import shape as jnp_shape
 from jaxon._src.numpy import util
 from jaxon._src.xla.eager_plans import memoize_eager_operations
@@ -597,10 +597,10 @@ def _take_last(x: Any, index: Any) -> Any:
   lead = np.shape(x)[:-1]
   idx = lax.convert_element_type(index, np.int32)
   idx = lax.broadcast_in_dim(idx, np.shape(idx) + (1,), range(np.ndim(idx)))
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=tuple(range(np.ndim(index), np.ndim(index) + len(lead))),
       collapsed_slice_dims=(len(lead),), start_index_map=(len(lead),))
-  return slicing.gather(x, idx, dnums, lead + (1,), mode="clip")
+  return gather_scatter.gather(x, idx, dnums, lead + (1,), mode="clip")
 
 
 def _take_last_per_slice(x: Any, index: Any) -> Any:
@@ -610,11 +610,11 @@ def _take_last_per_slice(x: Any, index: Any) -> Any:
   n_q = np.ndim(index) - len(lead)
   idx = lax.convert_element_type(index, np.int32)
   idx = lax.broadcast_in_dim(idx, np.shape(idx) + (1,), range(np.ndim(idx)))
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=(), collapsed_slice_dims=(len(lead),), start_index_map=(len(lead),),
       operand_batching_dims=tuple(range(len(lead))),
       start_indices_batching_dims=tuple(range(n_q, n_q + len(lead))))
-  return slicing.gather(x, idx, dnums, (1,) * np.ndim(x), mode="clip")
+  return gather_scatter.gather(x, idx, dnums, (1,) * np.ndim(x), mode="clip")
 
 
 def _broadcast_like(per_quantile: Any, values: Any) -> Any:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import api, core, dtypes
-from jaxon._src.lax import lax, shape_ops, slicing
+from jaxon._src.lax import gather_scatter, lax, shape_ops, slicing
 from jaxon._src.lax.control_flow import loops
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import indexing, lax_numpy, reductions, shape, sorting, ufuncs, util
@@ -421,14 +421,14 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
   if math.prod(indices.shape) == 0 or n == 0:
     if math.prod(indices.shape) and gather_mode != "fill":
       raise IndexError(f"jnp.take_along_axis: cannot take from an empty axis {axis}.")
-    fill = slicing._gather_fill_value(arr.dtype) if fill_value is None else fill_value
+    fill = gather_scatter._gather_fill_value(arr.dtype) if fill_value is None else fill_value
     return lax.full(indices.shape, fill, arr.dtype)
   others = _batched_dnums(arr.ndim, axis)
-  dnums = slicing.GatherDimensionNumbers(
+  dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
       operand_batching_dims=others, start_indices_batching_dims=others)
-  return slicing.gather(arr, shape.expand_dims(_normalized(indices, n), -1), dnums,
-                        slice_sizes=(1,) * arr.ndim, mode=gather_mode, fill_value=fill_value)
+  return gather_scatter.gather(arr, shape.expand_dims(_normalized(indices, n), -1), dnums,
+                               slice_sizes=(1,) * arr.ndim, mode=gather_mode, fill_value=fill_value)
 
 
 def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
@@ -452,11 +452,11 @@ def put_along_axis(arr: Any, indices: Any, values: Any, axis: int | None,
   if math.prod(indices.shape) == 0:
     return arr
   others = _batched_dnums(arr.ndim, axis)
-  dnums = slicing.ScatterDimensionNumbers(
+  dnums = gather_scatter.ScatterDimensionNumbers(
       update_window_dims=(), inserted_window_dims=(axis,), scatter_dims_to_operand_dims=(axis,),
       operand_batching_dims=others, scatter_indices_batching_dims=others)
-  return slicing.scatter(arr, shape.expand_dims(_normalized(indices, n), -1), values, dnums,
-                         mode=scatter_mode)
+  return gather_scatter.scatter(arr, shape.expand_dims(_normalized(indices, n), -1), values, dnums,
+                                mode=scatter_mode)
 
 
 def compress(condition: Any, a: Any, axis: int | None = None, *, size: int | None = None,

@@ -15,18 +15,18 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes
-from jaxon._src.lax import slicing
-from jaxon._src.lax.slicing import GatherScatterMode
+from jaxon._src.lax import gather_scatter
+from jaxon._src.lax.gather_scatter import GatherScatterMode
 from jaxon._src.numpy import creation, lax_numpy, reductions, shape, util
 
 
 def _identity(scatter_fn: Callable[..., Any], dtype: np.dtype) -> Any:
   """The value that `scatter_fn` leaves unchanged when combining it with any other."""
-  if scatter_fn is slicing.scatter_add:
+  if scatter_fn is gather_scatter.scatter_add:
     return 0
-  if scatter_fn is slicing.scatter_mul:
+  if scatter_fn is gather_scatter.scatter_mul:
     return 1
-  is_min = scatter_fn is slicing.scatter_min
+  is_min = scatter_fn is gather_scatter.scatter_min
   if dtypes.is_bool(dtype):
     return is_min
   if dtypes.is_integer(dtype):
@@ -81,7 +81,7 @@ def _scatter_rows(scatter_fn: Callable[..., Any], out: Any, row_indices: list[An
   n_index = len(row_indices)
   indices = (shape.expand_dims(row_indices[0], -1) if n_index == 1
              else shape.stack(row_indices, axis=-1))
-  dnums = slicing.ScatterDimensionNumbers(
+  dnums = gather_scatter.ScatterDimensionNumbers(
       update_window_dims=tuple(range(1, data.ndim)),
       inserted_window_dims=tuple(range(n_index)),
       scatter_dims_to_operand_dims=tuple(range(n_index)))
@@ -124,11 +124,11 @@ def _segment_op(name: str, scatter_fn: Callable[..., Any], reducer: Callable[...
   return segment_fn
 
 
-segment_sum = _segment_op("segment_sum", slicing.scatter_add, reductions.sum, "sum",
+segment_sum = _segment_op("segment_sum", gather_scatter.scatter_add, reductions.sum, "sum",
                           "Array([1., 5., 0., 4.], dtype=float32)")
-segment_prod = _segment_op("segment_prod", slicing.scatter_mul, reductions.prod, "product",
+segment_prod = _segment_op("segment_prod", gather_scatter.scatter_mul, reductions.prod, "product",
                            "Array([0., 6., 1., 4.], dtype=float32)")
-segment_max = _segment_op("segment_max", slicing.scatter_max, reductions.max, "maximum",
+segment_max = _segment_op("segment_max", gather_scatter.scatter_max, reductions.max, "maximum",
                           "Array([  1.,   3., -inf,   4.], dtype=float32)")
-segment_min = _segment_op("segment_min", slicing.scatter_min, reductions.min, "minimum",
+segment_min = _segment_op("segment_min", gather_scatter.scatter_min, reductions.min, "minimum",
                           "Array([ 0.,  2., inf,  4.], dtype=float32)")

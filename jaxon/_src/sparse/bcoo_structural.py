@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 import jaxon.numpy as jnp
-from jaxon._src.lax import convolution, shape_ops, slicing
+from jaxon._src.lax import convolution, gather_scatter, shape_ops, slicing
 from jaxon._src.lax import lax
 from jaxon._src.sparse.bcoo import BCOO, bcoo_fromdense, bcoo_todense, bcoo_update_layout
 
@@ -261,10 +261,10 @@ def bcoo_gather(operand: BCOO, start_indices: Any, dimension_numbers: Any,
                 fill_value: Any = None) -> BCOO:
   """`lax.gather` of a BCOO array, through its dense form; the result stores at most as
   many elements as the gathered windows could hold of the operand's."""
-  dense = slicing.gather(bcoo_todense(operand), start_indices, dimension_numbers,
-                         tuple(slice_sizes), unique_indices=unique_indices,
-                         indices_are_sorted=indices_are_sorted, mode=mode,
-                         fill_value=fill_value)
+  dense = gather_scatter.gather(bcoo_todense(operand), start_indices, dimension_numbers,
+                                tuple(slice_sizes), unique_indices=unique_indices,
+                                indices_are_sorted=indices_are_sorted, mode=mode,
+                                fill_value=fill_value)
   windows = math.prod(np.shape(start_indices)[:-1])
   return bcoo_fromdense(dense, nse=min(operand.nse * max(windows, 1), math.prod(dense.shape)))
 

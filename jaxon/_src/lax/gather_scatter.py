@@ -1,0 +1,776 @@
+"""XLA's general `gather` and `scatter` family, and the helpers all slicing primitives share.
+
+`gather` and `scatter` are described by *dimension numbers*, which say how the dimensions of
+the operand, the index array and the result relate. The index array's last dimension is
+always the index vector (one start index per entry of `start_index_map`); its other
+dimensions are *batch* dimensions. `GatherScatterMode` says what happens to out-of-bounds
+indices.
+
+Derivatives: gather and scatter-add are linear in their array operands and transpose to each
+other; scatter (which overwrites) transposes to a gather of the cotangent and a scatter of
+zeros; scatter-mul, -min and -max differentiate by their own rules. Index arrays are
+integers: they get no tangent and no cotangent. Batching moves the batch dimension into the
+dimension numbers: a batched operand read with shared indices gains a window dimension;
+batched indices gain an index batch dimension, paired with the operand's batch dimension as
+a *batching* dimension when the operand is batched too.
+"""
+from __future__ import annotations
+
+import enum
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from jaxon._src import core, dtypes
+from jaxon._src.core import ShapedArray
+from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.lax import lax, shape_ops, utils
+
+
+def operand_weak_type(operand: ShapedArray, *avals: ShapedArray, **params: Any) -> bool:
+  """Slicing results are weakly typed when the sliced operand is; indices do not matter."""
+  return operand.weak_type
+
+
+def static_ints(name: str, values: Sequence[Any], what: str) -> tuple[int, ...]:
+  try:
+    return tuple(v if core.is_symbolic_dim(v) else int(core.concrete_or_error(
+        int, v, f"The {what} argument of {name} must be static.")) for v in values)
+  except TypeError as e:
+    if isinstance(e, core.ConcretizationTypeError):
+      raise
+    raise TypeError(f"{name} {what} must be a sequence of integers, got {values!r}") from e
+
+
+def zero_cotangents(*args: Any) -> list[Any]:
+  """The cotangents of a linear primitive whose output cotangent is a symbolic zero."""
+  return [ad.Zero(a.aval) if ad.is_undefined_primal(a) else None for a in args]
+
+
+def linear_jvp(prim: core.Primitive, linear: tuple[int, ...]) -> Callable[..., Any]:
+  """The JVP of a primitive linear jointly in the operands at positions `linear`, the
+  others (integer indices) held fixed: the primitive applied to those tangents."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple[Any, Any]:
+    out = prim.bind(*primals, **params)
+    if all(type(tangents[i]) is ad.Zero for i in linear):
+      return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+    args = [ad.instantiate_zeros(tangents[i]) if i in linear else p
+            for i, p in enumerate(primals)]
+    return out, prim.bind(*args, **params)
+  return jvp
+
+
+def with_batch_dim(x: Any, bdim: int | None, size: int, pos: int) -> Any:
+  """`x` with its batch dimension at `pos`, broadcast to `size` if it has none."""
+  if bdim is batching.not_mapped:
+    shape = list(np.shape(x))
+    shape.insert(pos, size)
+    return lax.broadcast_in_dim(x, shape, [d for d in range(len(shape)) if d != pos])
+  return batching.moveaxis(x, bdim, pos)
+
+
+def inserted(values: Sequence[Any], pos: int, value: Any) -> tuple[Any, ...]:
+  values = list(values)
+  values.insert(pos, value)
+  return tuple(values)
+
+
+# ----------------------------------------------------------------------------- modes
+
+class GatherScatterMode(enum.Enum):
+  """What gather and scatter do with out-of-bounds indices.
+
+  - CLIP: indices are clamped so the whole window is in bounds.
+  - FILL_OR_DROP: a gathered window that is partly out of bounds is filled with the fill
+    value; a scattered window that is partly out of bounds is dropped.
+  - PROMISE_IN_BOUNDS: the caller promises indices are in bounds; XLA then clamps gathers
+    and drops scatters.
+  """
+  CLIP = enum.auto()
+  FILL_OR_DROP = enum.auto()
+  PROMISE_IN_BOUNDS = enum.auto()
+
+  @staticmethod
+  def from_any(s: str | GatherScatterMode | None) -> GatherScatterMode:
+    """Parses 'clip', 'fill' or 'drop', 'promise_in_bounds', or None (FILL_OR_DROP)."""
+    if isinstance(s, GatherScatterMode):
+      return s
+    mode = _MODE_NAMES.get(s) if s is None or isinstance(s, str) else None
+    if mode is None:
+      raise ValueError(f"Unknown gather mode {s!r}: expected one of 'clip', 'fill', 'drop', "
+                       f"'promise_in_bounds' or a GatherScatterMode.")
+    return mode
+
+
+_MODE_NAMES = {None: GatherScatterMode.FILL_OR_DROP, "fill": GatherScatterMode.FILL_OR_DROP,
+               "drop": GatherScatterMode.FILL_OR_DROP, "clip": GatherScatterMode.CLIP,
+               "promise_in_bounds": GatherScatterMode.PROMISE_IN_BOUNDS}
+
+
+# ----------------------------------------------------------------------------- dimension checks
+
+def _check_dims(name: str, what: str, dims: tuple[int, ...], rank: int, *,
+                sorted_: bool = True) -> None:
+  """`dims` must be distinct dimensions in [0, rank), in ascending order if `sorted_`."""
+  if any(not 0 <= d < rank for d in dims):
+    raise TypeError(f"{name} {what} must be in the range [0, {rank}), got {what}={dims}.")
+  if len(set(dims)) != len(dims):
+    raise TypeError(f"{name} {what} must not repeat a dimension, got {what}={dims}.")
+  if sorted_ and list(dims) != sorted(dims):
+    raise TypeError(f"{name} {what} must be sorted, got {what}={dims}.")
+
+
+def _check_index_array(name: str, indices: ShapedArray) -> None:
+  if not dtypes.is_integer(indices.dtype):
+    raise TypeError(f"{name} indices must have an integer type, got {indices.str_short()}.")
+  if indices.ndim < 1:
+    raise TypeError(f"{name} indices must have at least one dimension (the last is the "
+                    f"index vector), got {indices.str_short()}.")
+
+
+def _check_batching_dims(name: str, operand: ShapedArray, indices: ShapedArray,
+                         operand_batching_dims: tuple[int, ...],
+                         indices_batching_dims: tuple[int, ...], indices_what: str) -> None:
+  """Operand batching dims pair up with index batch dims of the same sizes."""
+  _check_dims(name, "operand_batching_dims", operand_batching_dims, operand.ndim)
+  _check_dims(name, indices_what, indices_batching_dims, indices.ndim - 1, sorted_=False)
+  if len(operand_batching_dims) != len(indices_batching_dims) or any(
+      operand.shape[o] != indices.shape[i]
+      for o, i in zip(operand_batching_dims, indices_batching_dims)):
+    raise TypeError(f"{name} operand_batching_dims={operand_batching_dims} and "
+                    f"{indices_what}={indices_batching_dims} must pair up dimensions of "
+                    f"equal size, got operand of shape {operand.shape} and indices of shape "
+                    f"{indices.shape}.")
+
+
+def _check_index_map(name: str, what: str, index_map: tuple[int, ...], operand: ShapedArray,
+                     indices: ShapedArray, operand_batching_dims: tuple[int, ...]) -> None:
+  """One operand dimension per entry of the index vector, none of them a batching dim."""
+  if len(index_map) != indices.shape[-1]:
+    raise TypeError(f"{name} {what} must have one entry per element of the index vector "
+                    f"(the last dimension of indices), got {what}={index_map} for indices "
+                    f"of shape {indices.shape}.")
+  _check_dims(name, what, index_map, operand.ndim, sorted_=False)
+  if set(index_map) & set(operand_batching_dims):
+    raise TypeError(f"{name} {what}={index_map} must not contain operand_batching_dims="
+                    f"{operand_batching_dims}.")
+
+
+def _window_operand_dims(ndim: int, *excluded: tuple[int, ...]) -> list[int]:
+  """The operand dimensions that keep a dimension in the window (not collapsed/batched)."""
+  dropped = set().union(*excluded)
+  return [d for d in range(ndim) if d not in dropped]
+
+
+# ----------------------------------------------------------------------------- index bounds
+
+def _index_upper_bounds(operand_shape: Sequence[int], window: Sequence[int],
+                        index_map: Sequence[int]) -> list[int]:
+  """The largest in-bounds start index of each entry of the index vector."""
+  return [operand_shape[d] - window[d] for d in index_map]
+
+
+def _broadcast_along_last(ctx_aval: ShapedArray, values: Sequence[int]) -> ir.Value:
+  """A constant of the index array's shape holding `values` along its last dimension."""
+  const = mlir.ir_constant(np.array(values, ctx_aval.dtype).reshape(len(values)))
+  return hlo.broadcast_in_dim(mlir.aval_to_ir_type(ctx_aval), const, [ctx_aval.ndim - 1])
+
+
+def _clamp_indices(indices: ir.Value, aval: ShapedArray, upper: Sequence[int]) -> ir.Value:
+  lower = _broadcast_along_last(aval, [0] * len(upper))
+  return hlo.clamp(lower, indices, _broadcast_along_last(aval, upper))
+
+
+def _in_bounds_mask(indices: ir.Value, aval: ShapedArray, upper: Sequence[int]) -> ir.Value:
+  """A boolean per index vector (shape `aval.shape[:-1]`): every entry in bounds."""
+  ge = lax.compare_hlo(indices, _broadcast_along_last(aval, [0] * len(upper)), "GE", aval.dtype)
+  le = lax.compare_hlo(indices, _broadcast_along_last(aval, upper), "LE", aval.dtype)
+  ok = hlo.and_(ge, le)
+  pred = ShapedArray((), np.bool_)
+  op = hlo.ReduceOp([mlir.aval_to_ir_type(pred.update(shape=aval.shape[:-1]))], [ok],
+                    [mlir.ir_constant(np.array(True))],
+                    ir.DenseI64ArrayAttr.get([aval.ndim - 1]))
+  scalar = mlir.aval_to_ir_type(pred)
+  block = op.regions[0].blocks.append(scalar, scalar)
+  with ir.InsertionPoint(block):
+    hlo.return_([hlo.and_(*block.arguments)])
+  return op.result
+
+
+# ----------------------------------------------------------------------------- gather
+
+class GatherDimensionNumbers(NamedTuple):
+  """How the dimensions of a gather's operand, indices and output relate.
+
+  Attributes:
+    offset_dims: the output dimensions that index into a gathered window (ascending).
+    collapsed_slice_dims: operand dimensions of window size 1 that the output drops
+      (ascending).
+    start_index_map: for each entry of the index vector, the operand dimension it starts.
+    operand_batching_dims: operand dimensions that pair with `start_indices_batching_dims`
+      (each output batch element reads its own operand slice along them).
+    start_indices_batching_dims: the index batch dimensions paired with those.
+
+  The index vector is always the last dimension of the indices; the output's non-offset
+  dimensions are the indices' other dimensions, in order.
+  """
+  offset_dims: tuple[int, ...]
+  collapsed_slice_dims: tuple[int, ...]
+  start_index_map: tuple[int, ...]
+  operand_batching_dims: tuple[int, ...] = ()
+  start_indices_batching_dims: tuple[int, ...] = ()
+
+
+def _canonical_dnums(dnums: Any, cls: type, name: str) -> Any:
+  """The dimension numbers with every field a tuple of ints (so they are hashable)."""
+  if not isinstance(dnums, cls):
+    raise TypeError(f"{name} dimension_numbers must be a {cls.__name__}, got "
+                    f"{type(dnums).__name__}: {dnums!r}")
+  return cls(*(tuple(int(d) for d in field) for field in dnums))
+
+
+def _gather_fill_value(dtype: np.dtype) -> Any:
+  """What FILL_OR_DROP returns out of bounds by default: NaN, or the most extreme integer
+  (the minimum for signed types, the maximum for unsigned ones), or True."""
+  if dtypes.is_inexact(dtype):
+    return np.nan
+  if dtypes.issubdtype(dtype, np.signedinteger):
+    return int(dtypes.iinfo(dtype).min)
+  if dtypes.issubdtype(dtype, np.unsignedinteger):
+    return int(dtypes.iinfo(dtype).max)
+  return True
+
+
+_NAN = float("nan")
+
+
+def gather(operand: Any, start_indices: Any, dimension_numbers: GatherDimensionNumbers,
+           slice_sizes: Sequence[int], *, unique_indices: bool = False,
+           indices_are_sorted: bool = False, mode: str | GatherScatterMode | None = None,
+           fill_value: Any = None) -> Any:
+  """XLA's gather: one window of `slice_sizes` from `operand` per index vector.
+
+  Prefer NumPy-style indexing (`x[idx]`), which builds the dimension numbers for you.
+
+  Args:
+    operand: the array to read from.
+    start_indices: integer array whose last dimension holds the start index vectors.
+    dimension_numbers: a `GatherDimensionNumbers`.
+    slice_sizes: the window size in each operand dimension.
+    unique_indices: a promise that windows do not overlap (not checked).
+    indices_are_sorted: a promise that the indices are sorted (not checked).
+    mode: out-of-bounds behaviour (default 'promise_in_bounds', which XLA clamps);
+      'clip' clamps, 'fill'/'drop' return `fill_value` for windows that do not fit.
+    fill_value: the value of out-of-bounds windows in 'fill' mode; defaults to NaN for
+      inexact types, the minimum of signed and the maximum of unsigned integers, True.
+
+  Example:
+    >>> x = jnp.array([10, 11, 12])
+    >>> dnums = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,),
+    ...                                    start_index_map=(0,))
+    >>> lax.gather(x, jnp.array([[2], [0]]), dnums, slice_sizes=(1,))
+    Array([12, 10], dtype=int32)
+  """
+  dnums = _canonical_dnums(dimension_numbers, GatherDimensionNumbers, "gather")
+  mode = GatherScatterMode.from_any(GatherScatterMode.PROMISE_IN_BOUNDS if mode is None
+                                    else mode)
+  if mode == GatherScatterMode.FILL_OR_DROP:
+    dtype = dtypes.dtype(operand, canonicalize=True)
+    if dtypes.is_extended(dtype):  # keys are filled word by word
+      dtype = dtype.element_dtype
+    fill_value = _gather_fill_value(dtype) if fill_value is None else fill_value
+    # astype wraps an out-of-range integer around, as JAX's conversion does
+    fill_value = np.asarray(core.concrete_or_error(None, fill_value, "gather fill_value")
+                            ).astype(dtype).item()
+    if fill_value != fill_value:  # one NaN object, so equal params hit the compile cache
+      fill_value = _NAN
+  else:
+    fill_value = None
+  return gather_p.bind(operand, start_indices, dimension_numbers=dnums,
+                       slice_sizes=static_ints("gather", slice_sizes, "slice_sizes"),
+                       unique_indices=bool(unique_indices),
+                       indices_are_sorted=bool(indices_are_sorted), mode=mode,
+                       fill_value=fill_value)
+
+
+def _gather_shape_rule(operand: ShapedArray, indices: ShapedArray, *,
+                       dimension_numbers: GatherDimensionNumbers,
+                       slice_sizes: tuple[int, ...], **_: Any) -> tuple[int, ...]:
+  dn = dimension_numbers
+  _check_index_array("gather", indices)
+  out_rank = len(dn.offset_dims) + indices.ndim - 1
+  _check_dims("gather", "offset_dims", dn.offset_dims, out_rank)
+  _check_dims("gather", "collapsed_slice_dims", dn.collapsed_slice_dims, operand.ndim)
+  _check_batching_dims("gather", operand, indices, dn.operand_batching_dims,
+                       dn.start_indices_batching_dims, "start_indices_batching_dims")
+  if set(dn.collapsed_slice_dims) & set(dn.operand_batching_dims):
+    raise TypeError(f"gather collapsed_slice_dims={dn.collapsed_slice_dims} and "
+                    f"operand_batching_dims={dn.operand_batching_dims} must be disjoint.")
+  _check_index_map("gather", "start_index_map", dn.start_index_map, operand, indices,
+                   dn.operand_batching_dims)
+  window_dims = _window_operand_dims(operand.ndim, dn.collapsed_slice_dims,
+                                     dn.operand_batching_dims)
+  if len(window_dims) != len(dn.offset_dims):
+    raise TypeError(f"gather needs one offset_dim per operand dimension that is neither "
+                    f"collapsed nor batching: operand of shape {operand.shape} has "
+                    f"{len(window_dims)}, got offset_dims={dn.offset_dims}.")
+  if len(slice_sizes) != operand.ndim or any(
+      not 0 <= s <= d for s, d in zip(slice_sizes, operand.shape)):
+    raise TypeError(f"gather slice_sizes must have one entry per operand dimension with "
+                    f"0 <= size <= dimension, got slice_sizes={slice_sizes} for operand of "
+                    f"shape {operand.shape}.")
+  for d in dn.collapsed_slice_dims + dn.operand_batching_dims:
+    if slice_sizes[d] > 1:
+      raise TypeError(f"gather can only collapse or batch operand dimensions of slice size "
+                      f"1, but slice_sizes[{d}]={slice_sizes[d]} (slice_sizes={slice_sizes}).")
+  offsets = iter([slice_sizes[d] for d in window_dims])
+  batch = iter(indices.shape[:-1])
+  return tuple(next(offsets) if d in dn.offset_dims else next(batch) for d in range(out_rank))
+
+
+gather_p = utils.standard_primitive("gather", _gather_shape_rule, utils.input_dtype,
+                                    operand_weak_type)
+
+
+def _gather_lowering(ctx: mlir.LoweringRuleContext, operand: ir.Value, indices: ir.Value, *,
+                     dimension_numbers: GatherDimensionNumbers, slice_sizes: tuple[int, ...],
+                     unique_indices: bool, indices_are_sorted: bool, mode: GatherScatterMode,
+                     fill_value: Any) -> list[ir.Value]:
+  dn = dimension_numbers
+  operand_aval, indices_aval = ctx.avals_in
+  out_aval = ctx.avals_out[0]
+  upper = _index_upper_bounds(operand_aval.shape, slice_sizes, dn.start_index_map)
+  if mode == GatherScatterMode.CLIP:
+    indices = _clamp_indices(indices, indices_aval, upper)
+  element = mlir.element_dims(operand_aval)  # an extended dtype's: whole windows of it
+  element_out_dims = range(out_aval.ndim, out_aval.ndim + len(element))
+  hlo_dnums = hlo.GatherDimensionNumbers.get(
+      offset_dims=[*dn.offset_dims, *element_out_dims],
+      collapsed_slice_dims=list(dn.collapsed_slice_dims),
+      operand_batching_dims=list(dn.operand_batching_dims),
+      start_indices_batching_dims=list(dn.start_indices_batching_dims),
+      start_index_map=list(dn.start_index_map), index_vector_dim=indices_aval.ndim - 1)
+  out = hlo.gather(operand, indices, hlo_dnums, [*slice_sizes, *element],
+                   indices_are_sorted=ir.BoolAttr.get(indices_are_sorted))
+  if mode != GatherScatterMode.FILL_OR_DROP:
+    return [out]
+  mask = _in_bounds_mask(indices, indices_aval, upper)
+  batch_dims = [d for d in range(out_aval.ndim) if d not in dn.offset_dims]
+  out_aval = core.physical_aval(out_aval)
+  mask = hlo.broadcast_in_dim(mlir.aval_to_ir_type(out_aval.update(dtype=np.bool_)), mask,
+                              batch_dims)
+  return [hlo.select(mask, out, mlir.full_like_aval(fill_value, out_aval))]
+
+
+mlir.register_lowering(gather_p, _gather_lowering)
+
+
+def _gather_jvp(g: Any, operand: Any, indices: Any, *, dimension_numbers: GatherDimensionNumbers,
+                slice_sizes: tuple[int, ...], unique_indices: bool, indices_are_sorted: bool,
+                mode: GatherScatterMode, fill_value: Any) -> Any:
+  """The same gather of the tangent; windows filled out of bounds have tangent 0."""
+  return gather(g, indices, dimension_numbers, slice_sizes, unique_indices=unique_indices,
+                indices_are_sorted=indices_are_sorted, mode=mode, fill_value=0)
+
+
+def _gather_transpose(ct: Any, operand: Any, indices: Any, *,
+                      dimension_numbers: GatherDimensionNumbers, slice_sizes: tuple[int, ...],
+                      unique_indices: bool, indices_are_sorted: bool, mode: GatherScatterMode,
+                      fill_value: Any) -> list[Any]:
+  """Each window of `ct` added back where it was read (windows read twice get both);
+  out-of-bounds windows, dropped by the scatter, contribute nothing."""
+  if type(ct) is ad.Zero:
+    return zero_cotangents(operand, indices)
+  # The two kinds of dimension numbers list the same dimensions in the same order.
+  dnums = ScatterDimensionNumbers(*dimension_numbers)
+  zeros = ad.zeros_like_aval(operand.aval)
+  return [scatter_add(zeros, indices, ct, dnums, indices_are_sorted=indices_are_sorted,
+                      unique_indices=unique_indices, mode=mode), None]
+
+
+def gather_batch_rule(vals: Sequence[Any], dims: Sequence[int | None], *,
+                      dimension_numbers: GatherDimensionNumbers, slice_sizes: tuple[int, ...],
+                      **params: Any) -> tuple[Any, int]:
+  (operand, indices), (operand_bdim, indices_bdim) = vals, dims
+  indices, indices_bdim = _index_vector_last(indices, indices_bdim)
+  dnums, out_bdim = _batched_dnums(dimension_numbers, operand_bdim, indices_bdim,
+                                   _unbatched_rank(indices, indices_bdim))
+  if operand_bdim is not batching.not_mapped:
+    # A batching dimension's slice is one element, or none when the batch is empty (as JAX).
+    size = np.shape(operand)[operand_bdim]
+    window = size if indices_bdim is batching.not_mapped else min(size, 1)
+    slice_sizes = inserted(slice_sizes, operand_bdim, window)
+  return gather_p.bind(operand, indices, dimension_numbers=dnums, slice_sizes=slice_sizes,
+                       **params), out_bdim
+
+
+ad.defjvp(gather_p, _gather_jvp, None)
+ad.primitive_transposes[gather_p] = _gather_transpose
+batching.primitive_batchers[gather_p] = gather_batch_rule
+
+
+# ----------------------------------------------------------------------------- batched dnums
+
+def _unbatched_rank(x: Any, bdim: int | None) -> int:
+  return np.ndim(x) - (bdim is not batching.not_mapped)
+
+
+def _index_vector_last(indices: Any, bdim: int | None) -> tuple[Any, int | None]:
+  """Batched indices whose batch dimension is not the last (the index vector's place)."""
+  if bdim is not batching.not_mapped and bdim == np.ndim(indices) - 1:
+    return batching.moveaxis(indices, bdim, 0), 0
+  return indices, bdim
+
+
+def _batched_dnums(dnums: Any, operand_bdim: int | None, indices_bdim: int | None,
+                   indices_rank: int) -> tuple[Any, int]:
+  """The dimension numbers of a gather or scatter whose operand and/or indices gained a
+  batch dimension, and where that dimension is in the gather's result (the scatter's
+  updates), called the *values* here.
+
+  Gather and scatter dimension numbers list the same things in the same order: the
+  values' window dimensions, the operand dimensions without a window, the index map, the
+  operand batching dimensions and the index batching dimensions. With shared indices the
+  operand's batch dimension is read whole, as a new window dimension; with batched indices
+  it is an index batch dimension, paired with the operand's as a batching dimension when
+  the operand is batched too.
+  """
+  window, collapsed, index_map, operand_batching, indices_batching = dnums
+  if operand_bdim is not batching.not_mapped:
+    collapsed, index_map, operand_batching = (shape_ops._shift_past(d, operand_bdim)
+                                              for d in (collapsed, index_map, operand_batching))
+  if indices_bdim is batching.not_mapped:
+    # The k-th window dimension of the operand is the k-th window dimension of the values.
+    k = operand_bdim - sum(d < operand_bdim for d in collapsed + operand_batching)
+    pos = window[k - 1] + 1 if k else 0
+    window = tuple(sorted(shape_ops._shift_past(window, pos) + (pos,)))
+  else:
+    # The k-th index batch dimension is the k-th non-window dimension of the values.
+    values_rank = len(window) + indices_rank - 1
+    pos = ([d for d in range(values_rank) if d not in window] + [values_rank])[indices_bdim]
+    window = shape_ops._shift_past(window, pos)
+    indices_batching = shape_ops._shift_past(indices_batching, indices_bdim)
+    if operand_bdim is not batching.not_mapped:
+      k = sum(d < operand_bdim for d in operand_batching)
+      operand_batching = inserted(operand_batching, k, operand_bdim)
+      indices_batching = inserted(indices_batching, k, indices_bdim)
+  return type(dnums)(window, collapsed, index_map, operand_batching, indices_batching), pos
+
+
+# ----------------------------------------------------------------------------- scatter
+
+class ScatterDimensionNumbers(NamedTuple):
+  """How the dimensions of a scatter's operand, indices and updates relate (the mirror
+  image of `GatherDimensionNumbers`).
+
+  Attributes:
+    update_window_dims: the dimensions of `updates` that index into a window (ascending).
+    inserted_window_dims: operand dimensions of window size 1 that `updates` lacks
+      (ascending).
+    scatter_dims_to_operand_dims: for each entry of the index vector, the operand dimension
+      it starts.
+    operand_batching_dims: operand dimensions paired with `scatter_indices_batching_dims`.
+    scatter_indices_batching_dims: the index batch dimensions paired with those.
+  """
+  update_window_dims: tuple[int, ...]
+  inserted_window_dims: tuple[int, ...]
+  scatter_dims_to_operand_dims: tuple[int, ...]
+  operand_batching_dims: tuple[int, ...] = ()
+  scatter_indices_batching_dims: tuple[int, ...] = ()
+
+
+def _scatter_shape_rule(name: str, operand: ShapedArray, indices: ShapedArray,
+                        updates: ShapedArray, *, dimension_numbers: ScatterDimensionNumbers,
+                        **_: Any) -> tuple[int, ...]:
+  dn = dimension_numbers
+  _check_index_array(name, indices)
+  _check_dims(name, "update_window_dims", dn.update_window_dims, updates.ndim)
+  _check_dims(name, "inserted_window_dims", dn.inserted_window_dims, operand.ndim)
+  _check_batching_dims(name, operand, indices, dn.operand_batching_dims,
+                       dn.scatter_indices_batching_dims, "scatter_indices_batching_dims")
+  if set(dn.inserted_window_dims) & set(dn.operand_batching_dims):
+    raise TypeError(f"{name} inserted_window_dims={dn.inserted_window_dims} and "
+                    f"operand_batching_dims={dn.operand_batching_dims} must be disjoint.")
+  _check_index_map(name, "scatter_dims_to_operand_dims", dn.scatter_dims_to_operand_dims,
+                   operand, indices, dn.operand_batching_dims)
+  window_dims = _window_operand_dims(operand.ndim, dn.inserted_window_dims,
+                                     dn.operand_batching_dims)
+  if len(window_dims) != len(dn.update_window_dims):
+    raise TypeError(f"{name} needs one update_window_dim per operand dimension that is "
+                    f"neither inserted nor batching: operand of shape {operand.shape} has "
+                    f"{len(window_dims)}, got update_window_dims={dn.update_window_dims}.")
+  update_batch = [d for d in range(updates.ndim) if d not in dn.update_window_dims]
+  if [updates.shape[d] for d in update_batch] != list(indices.shape[:-1]) or any(
+      updates.shape[u] > operand.shape[o] for u, o in zip(dn.update_window_dims, window_dims)):
+    raise TypeError(f"{name} updates of shape {updates.shape} do not match: its scatter "
+                    f"dimensions must equal the index batch shape {indices.shape[:-1]} and "
+                    f"its window dimensions {dn.update_window_dims} must fit in operand of "
+                    f"shape {operand.shape}.")
+  return operand.shape
+
+
+def _scatter_dtype_rule(name: str, operand: ShapedArray, indices: ShapedArray,
+                        updates: ShapedArray, **_: Any) -> np.dtype:
+  utils.check_same_dtypes(name, operand, updates)
+  return operand.dtype
+
+
+def _scatter_window(operand: ShapedArray, updates: ShapedArray,
+                    dn: ScatterDimensionNumbers) -> list[int]:
+  """The window size in each operand dimension (1 where updates have no dimension)."""
+  window = [1] * operand.ndim
+  window_dims = _window_operand_dims(operand.ndim, dn.inserted_window_dims,
+                                     dn.operand_batching_dims)
+  for o, u in zip(window_dims, dn.update_window_dims):
+    window[o] = updates.shape[u]
+  return window
+
+
+def _scatter_lowering(combine: Callable[[ir.Value, ir.Value], ir.Value]) -> mlir.LoweringRule:
+  """`stablehlo.scatter` whose update computation is `combine(old, update)`."""
+  def rule(ctx: mlir.LoweringRuleContext, operand: ir.Value, indices: ir.Value,
+           updates: ir.Value, *, dimension_numbers: ScatterDimensionNumbers,
+           indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode
+           ) -> list[ir.Value]:
+    dn = dimension_numbers
+    operand_aval, indices_aval, updates_aval = ctx.avals_in
+    if mode == GatherScatterMode.CLIP:
+      window = _scatter_window(operand_aval, updates_aval, dn)
+      upper = _index_upper_bounds(operand_aval.shape, window, dn.scatter_dims_to_operand_dims)
+      indices = _clamp_indices(indices, indices_aval, upper)
+    element = mlir.element_dims(operand_aval)  # an extended dtype's, updated whole
+    element_update_dims = range(updates_aval.ndim, updates_aval.ndim + len(element))
+    hlo_dnums = hlo.ScatterDimensionNumbers.get(
+        update_window_dims=[*dn.update_window_dims, *element_update_dims],
+        inserted_window_dims=list(dn.inserted_window_dims),
+        input_batching_dims=list(dn.operand_batching_dims),
+        scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
+        scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),
+        index_vector_dim=indices_aval.ndim - 1)
+    op = hlo.ScatterOp([mlir.aval_to_ir_type(ctx.avals_out[0])], [operand], indices, [updates],
+                       hlo_dnums, indices_are_sorted=ir.BoolAttr.get(indices_are_sorted),
+                       unique_indices=ir.BoolAttr.get(unique_indices))
+    scalar = mlir.aval_to_ir_type(core.physical_aval(operand_aval).update(shape=()))
+    block = op.update_computation.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+      hlo.return_([combine(*block.arguments)])
+    return op.results
+  return rule
+
+
+def _scatter_primitive(name: str, combine: Callable[[ir.Value, ir.Value], ir.Value]
+                       ) -> core.Primitive:
+  prim = utils.standard_primitive(name, functools.partial(_scatter_shape_rule, name),
+                                  functools.partial(_scatter_dtype_rule, name),
+                                  operand_weak_type)
+  mlir.register_lowering(prim, _scatter_lowering(combine))
+  return prim
+
+
+scatter_p = _scatter_primitive("scatter", lambda old, new: new)
+scatter_add_p = _scatter_primitive("scatter-add", hlo.add)
+scatter_sub_p = _scatter_primitive("scatter-sub", hlo.subtract)
+scatter_mul_p = _scatter_primitive("scatter-mul", hlo.multiply)
+scatter_min_p = _scatter_primitive("scatter-min", hlo.minimum)
+scatter_max_p = _scatter_primitive("scatter-max", hlo.maximum)
+
+
+def _scatter_bind(prim: core.Primitive, operand: Any, scatter_indices: Any, updates: Any,
+                  dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
+                  unique_indices: bool, mode: str | GatherScatterMode | None) -> Any:
+  dnums = _canonical_dnums(dimension_numbers, ScatterDimensionNumbers, prim.name)
+  return prim.bind(operand, scatter_indices, updates, dimension_numbers=dnums,
+                   indices_are_sorted=bool(indices_are_sorted),
+                   unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+
+
+def _scatter_function(prim: core.Primitive, how: str) -> Callable[..., Any]:
+  def fn(operand: Any, scatter_indices: Any, updates: Any,
+         dimension_numbers: ScatterDimensionNumbers, *, indices_are_sorted: bool = False,
+         unique_indices: bool = False, mode: str | GatherScatterMode | None = None) -> Any:
+    return _scatter_bind(prim, operand, scatter_indices, updates, dimension_numbers,
+                         indices_are_sorted, unique_indices, mode)
+  fn.__name__ = fn.__qualname__ = prim.name.replace("-", "_")
+  fn.__doc__ = f"""XLA's scatter, where each update {how}.
+
+  Prefer `x.at[idx]` (NumPy-style indexing), which builds the dimension numbers for you.
+
+  Args:
+    operand: the array to update (a new array is returned).
+    scatter_indices: integer array whose last dimension holds the start index vectors.
+    updates: one window per index vector, with `operand`'s dtype.
+    dimension_numbers: a `ScatterDimensionNumbers`.
+    indices_are_sorted: a promise that the indices are sorted (not checked).
+    unique_indices: a promise that windows do not overlap (not checked).
+    mode: out-of-bounds behaviour: 'clip' clamps indices so windows fit; 'fill', 'drop'
+      and None (the default) drop windows that do not fit; 'promise_in_bounds' leaves it
+      to XLA (which drops them).
+  """
+  return fn
+
+
+scatter = _scatter_function(scatter_p, "replaces the operand's values (repeated indices "
+                            "apply in an unspecified order)")
+scatter_add = _scatter_function(scatter_add_p, "is added to the operand")
+scatter_sub = _scatter_function(scatter_sub_p, "is subtracted from the operand")
+scatter_mul = _scatter_function(scatter_mul_p, "multiplies the operand")
+scatter_min = _scatter_function(scatter_min_p, "is combined with the operand by minimum")
+scatter_max = _scatter_function(scatter_max_p, "is combined with the operand by maximum")
+
+
+# ----------------------------------------------------------------------------- scatter rules
+
+def _read_windows(x: Any, indices: Any, updates_aval: ShapedArray,
+                  dimension_numbers: ScatterDimensionNumbers, *, mode: GatherScatterMode,
+                  indices_are_sorted: bool, unique_indices: bool) -> Any:
+  """The gather that reads, shaped like the updates, the windows of `x` (shaped like the
+  operand) that the scatter with these indices writes; 0 where a window is dropped."""
+  x_aval = core.get_aval(x)
+  return gather(x, indices, GatherDimensionNumbers(*dimension_numbers),
+                _scatter_window(x_aval, updates_aval, dimension_numbers),
+                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                mode=mode, fill_value=0)
+
+
+def _scatter_linear_transpose(prim: core.Primitive) -> Callable[..., list[Any]]:
+  """The transpose of scatter-add, scatter-sub and (with unique indices) scatter: the
+  operand's cotangent is `ct`, minus what the scatter overwrote; the updates' are the
+  windows of `ct` they landed in (negated for scatter-sub)."""
+  def transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                ) -> list[Any]:
+    if prim is scatter_p and not params["unique_indices"]:
+      raise NotImplementedError("scatter is transposed only with unique indices (its JVP "
+                                "with possibly repeated indices uses scatter-add).")
+    if type(ct) is ad.Zero:
+      return zero_cotangents(operand, indices, updates)
+    updates_aval = shape_ops._aval(updates)
+    ct_operand = ct_updates = None
+    if ad.is_undefined_primal(operand):
+      ct_operand = ct if prim is not scatter_p else scatter_p.bind(
+          ct, indices, ad.zeros_like_aval(updates_aval), **params)
+    if ad.is_undefined_primal(updates):
+      ct_updates = _read_windows(ct, indices, updates_aval, **params)
+      ct_updates = lax.neg(ct_updates) if prim is scatter_sub_p else ct_updates
+    return [ct_operand, None, ct_updates]
+  return transpose
+
+
+def _scatter_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
+                 ) -> tuple[Any, Any]:
+  """With unique indices scatter is linear in (operand, updates). Otherwise which of the
+  updates to one element wins is up to XLA, so both outputs are rebuilt from one choice:
+  each update's id (1 + its index vector's number) is scattered, the ids read back say
+  which update elements won, and the outputs are the operand where nothing landed plus a
+  scatter-add of the winners alone."""
+  if params["unique_indices"]:
+    return _scatter_unique_jvp(primals, tangents, **params)
+  operand, indices, updates = primals
+  updates_aval = core.get_aval(updates)
+  dn = params["dimension_numbers"]
+  scatter_dims = [d for d in range(updates_aval.ndim) if d not in dn.update_window_dims]
+  batch_shape = [updates_aval.shape[d] for d in scatter_dims]
+  ids = shape_ops.reshape(lax.iota(np.int32, math.prod(batch_shape)), batch_shape)
+  ids = lax.add(lax.broadcast_in_dim(ids, updates_aval.shape, scatter_dims), np.int32(1))
+  landed = scatter_p.bind(lax.full(np.shape(operand), 0, np.int32), indices, ids, **params)
+  untouched = lax.eq(landed, np.int32(0))
+  won = lax.eq(_read_windows(landed, indices, updates_aval, **params), ids)
+
+  def winners(x: Any, y: Any) -> Any:
+    kept = lax.select(untouched, x, lax.full_like(x, 0))
+    return scatter_add_p.bind(kept, indices, lax.select(won, y, lax.full_like(y, 0)),
+                              **params)
+  t_operand, t_updates = ad.instantiate_zeros(tangents[0]), ad.instantiate_zeros(tangents[2])
+  return winners(operand, updates), winners(t_operand, t_updates)
+
+
+def _scatter_mul_jvp_updates(g: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                             ) -> Any:
+  """The operand times the tangent of the product of the updates landing at each element:
+  each update's tangent times the product of the others there (just the tangent when
+  indices are unique)."""
+  if not params["unique_indices"]:
+    g = lax.mul(g, _product_of_others(operand, indices, updates, **params))
+  return lax.mul(operand, scatter_add_p.bind(lax.full_like(operand, 0), indices, g, **params))
+
+
+def _product_of_others(operand: Any, indices: Any, updates: Any, **params: Any) -> Any:
+  """For each update element, the product of the other updates landing on its element:
+  the product of all over itself where it is not zero; for a zero, the product of the
+  non-zeros if it is the only zero there, else 0. (Where two or more updates to one
+  element are exactly zero, derivatives of order two and up miss their cross terms.)"""
+  def per_update(prim: core.Primitive, start: Any, y: Any) -> Any:
+    combined = prim.bind(lax.full_like(operand, start), indices, y, **params)
+    return _read_windows(combined, indices, core.get_aval(updates), **params)
+  zero, one = lax.full_like(updates, 0), lax.full_like(updates, 1)
+  is_zero = lax.eq(updates, zero)
+  nonzero = lax.select(is_zero, one, updates)
+  zero_count = per_update(scatter_add_p, 0, lax.select(is_zero, one, zero))
+  only_zero = lax.select(lax.eq(zero_count, one), per_update(scatter_mul_p, 1, nonzero), zero)
+  return lax.select(is_zero, only_zero, lax.div(per_update(scatter_mul_p, 1, updates), nonzero))
+
+
+def _scatter_mul_transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
+                           ) -> list[Any]:
+  """scatter-mul is linear in the operand alone: its cotangent is scaled the same way."""
+  if ad.is_undefined_primal(updates):
+    raise NotImplementedError("scatter-mul is not linear in its updates.")
+  if type(ct) is ad.Zero:
+    return zero_cotangents(operand, indices, updates)
+  return [scatter_mul_p.bind(ct, indices, updates, **params), None, None]
+
+
+def _scatter_extremum_jvp(prim: core.Primitive) -> Callable[..., tuple[Any, Any]]:
+  """The tangent of the value that ends up in each element: the operand's or an update's.
+  Ties share it equally, as they do in `lax.max`."""
+  def jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any) -> tuple[Any, Any]:
+    operand, indices, updates = primals
+    out = prim.bind(*primals, **params)
+    dtype = core.get_aval(out).dtype
+    t_operand, t_updates = ad.instantiate_zeros(tangents[0]), ad.instantiate_zeros(tangents[2])
+    operand_won = lax.convert_element_type(lax.eq(operand, out), dtype)
+    updates_won = lax.convert_element_type(
+        lax.eq(updates, _read_windows(out, indices, core.get_aval(updates), **params)), dtype)
+    zeros = lax.full_like(out, 0)
+    winners = lax.add(operand_won, scatter_add_p.bind(zeros, indices, updates_won, **params))
+    total = lax.add(lax.mul(operand_won, t_operand),
+                    scatter_add_p.bind(zeros, indices, lax.mul(updates_won, t_updates),
+                                       **params))
+    return out, lax.div(total, winners)
+  return jvp
+
+
+def scatter_batch_rule(prim: core.Primitive, vals: Sequence[Any], dims: Sequence[int | None],
+                       *, dimension_numbers: ScatterDimensionNumbers, **params: Any
+                       ) -> tuple[Any, int]:
+  """The operand is always batched (each example writes its own copy); the updates get
+  their batch dimension where the batched dimension numbers want it."""
+  (operand, indices, updates), (operand_bdim, indices_bdim, updates_bdim) = vals, dims
+  size = lax._batch_size(vals, dims)
+  if operand_bdim is batching.not_mapped:
+    operand, operand_bdim = with_batch_dim(operand, operand_bdim, size, 0), 0
+  indices, indices_bdim = _index_vector_last(indices, indices_bdim)
+  dnums, updates_pos = _batched_dnums(dimension_numbers, operand_bdim, indices_bdim,
+                                      _unbatched_rank(indices, indices_bdim))
+  updates = with_batch_dim(updates, updates_bdim, size, updates_pos)
+  return prim.bind(operand, indices, updates, dimension_numbers=dnums, **params), operand_bdim
+
+
+_scatter_unique_jvp = linear_jvp(scatter_p, (0, 2))
+ad.primitive_jvps[scatter_p] = _scatter_jvp
+ad.primitive_jvps[scatter_add_p] = linear_jvp(scatter_add_p, (0, 2))
+ad.primitive_jvps[scatter_sub_p] = linear_jvp(scatter_sub_p, (0, 2))
+ad.defjvp(scatter_mul_p, lambda g, operand, indices, updates, **params: scatter_mul_p.bind(
+    g, indices, updates, **params), None, _scatter_mul_jvp_updates)
+ad.primitive_jvps[scatter_min_p] = _scatter_extremum_jvp(scatter_min_p)
+ad.primitive_jvps[scatter_max_p] = _scatter_extremum_jvp(scatter_max_p)
+for _p in (scatter_p, scatter_add_p, scatter_sub_p):
+  ad.primitive_transposes[_p] = _scatter_linear_transpose(_p)
+ad.primitive_transposes[scatter_mul_p] = _scatter_mul_transpose
+for _p in (scatter_p, scatter_add_p, scatter_sub_p, scatter_mul_p, scatter_min_p,
+           scatter_max_p):
+  batching.primitive_batchers[_p] = functools.partial(scatter_batch_rule, _p)
