@@ -278,6 +278,52 @@ def test_a_function_of_many_arrays_is_answered_in_cpp():
   np.testing.assert_array_equal(np.asarray(out[3]), [6.0, 6.0])
 
 
+_FAKE_JAX_CONFIG = """
+from jaxlib import _jax
+# JAX's jit states, registered with jaxlib as JAX registers its own
+enable_x64 = _jax.config.Config("jax_enable_x64", {x64}, include_in_jit_key=True)
+_jax.jax_jit.set_enable_x64_state(enable_x64)
+_jax.jax_jit.set_disable_jit_state(_jax.config.Config("jax_disable_jit", False))
+_jax.jax_jit.set_post_hook_state(_jax.config.Config("post_hook", None))
+"""
+
+
+@pytest.mark.parametrize("jax_x64", [False, True])
+def test_with_jax_in_the_process_scalars_take_cpp_only_when_x64_agrees(tmp_path, jax_x64):
+  """With JAX imported first, jaxlib canonicalizes Python scalars by JAX's x64 state: jaxlib
+  answers a signature with a Python scalar when that state is jaxon's (here off), and
+  never when it is not, so the result keeps jaxon's dtype. A stand-in `jax` package on the
+  path registers its x64 state with jaxlib as JAX does (the suite never imports JAX)."""
+  import subprocess
+  import sys
+  import textwrap
+  (tmp_path / "jax" / "_src").mkdir(parents=True)
+  (tmp_path / "jax" / "_src" / "__init__.py").write_text("")
+  (tmp_path / "jax" / "_src" / "config.py").write_text(_FAKE_JAX_CONFIG.format(x64=jax_x64))
+  (tmp_path / "jax" / "__init__.py").write_text(
+      "import types\nfrom jax._src import config as _config\n"
+      f"config = types.SimpleNamespace(jax_enable_x64={jax_x64})\n")
+  code = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    import jax
+    import jaxon, jaxon.numpy as jnp
+    from jaxon._src.xla import cpp_dispatch
+    f = jaxon.jit(lambda x, s: x * s)
+    x = jnp.arange(3.0)
+    f(x, 2.0)
+    before = cpp_dispatch.stats["python_calls"]
+    out = [f(x, 2.0) for _ in range(100)][-1]
+    print(cpp_dispatch.stats["python_calls"] - before, out.dtype, out.tolist())
+  """)
+  proc = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                        text=True, timeout=300)
+  assert proc.returncode == 0, proc.stderr
+  python_path_calls, dtype, values = proc.stdout.split(maxsplit=2)
+  assert int(python_path_calls) == (100 if jax_x64 else 0)
+  assert dtype == "float32" and values.strip() == "[0.0, 2.0, 4.0]"
+
+
 def _double(x):
   """Doubles x."""
   return x * 2.0

@@ -18,9 +18,10 @@ than evaluation (or a named axis) is current, when a call must stage `pjit` inst
 
 jaxlib also reads `jax_disable_jit` and `jax_enable_x64` from `Config`s registered process-wide.
 jaxon registers its own unless JAX is already imported; JAX imported later registers its own
-in their place. Their values then need not be jaxon's, so `fastpath` keeps NumPy and Python
-scalar arguments (whose dtypes jaxlib canonicalizes with that x64 state) on the Python path
-while JAX shares the process.
+in their place. Their values then need not be jaxon's. jaxlib canonicalizes the dtypes of
+NumPy and Python scalar arguments with that x64 state, so while JAX shares the process,
+`fastpath` hands such a signature to jaxlib only when JAX's x64 state is jaxon's. Both are in
+the key (jaxon's in its trace context), so the entry is found again only while they agree.
 """
 from __future__ import annotations
 
@@ -59,6 +60,15 @@ def _jax_shares_the_process() -> bool:
   (under `install_as_jax`, `jax._src.config` is jaxon's own)."""
   module = sys.modules.get("jax._src.config")
   return module is not None and module.__name__ == "jax._src.config"
+
+
+def _jaxlib_canonicalizes_as_jaxon() -> bool:
+  """Whether jaxlib gives a NumPy or Python scalar argument the dtype jaxon would: its x64
+  state is jaxon's own, or JAX's (`jax.config`, public) with the same value in this thread."""
+  if not _jax_shares_the_process():
+    return True
+  jax_x64 = getattr(getattr(sys.modules.get("jax"), "config", None), "jax_enable_x64", None)
+  return jax_x64 == config_mod.values.jax_enable_x64
 
 
 _owns_jit_state = not _jax_shares_the_process()
@@ -170,10 +180,9 @@ def fastpath(exe: Any, args: tuple, kwargs: dict, outs: Any) -> FastpathData | N
         return None
     elif not isinstance(leaf, (np.ndarray, np.generic, int, float, complex)):
       return None  # a tracer
-    elif _jax_shares_the_process() or config_guards.host_to_device_level() != "allow":
-      # A NumPy value or scalar, which jaxlib would canonicalize by JAX's x64 state, or
-      # whose every transfer the guard must see.
-      return None
+    elif (not _jaxlib_canonicalizes_as_jaxon()
+          or config_guards.host_to_device_level() != "allow"):
+      return None  # a NumPy value or scalar whose dtype or transfer jaxon must decide
   if not all(type(x) is Array and isinstance(x.aval.dtype, np.dtype)
              for x in tree_util.tree_leaves(outs)):
     return None
