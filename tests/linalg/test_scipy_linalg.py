@@ -38,6 +38,13 @@ def test_cholesky_and_cho_solve(lower):
            one_triangle, b, what="solve(assume_a='pos')")
 
 
+def test_cholesky_factors_the_triangle_it_reads_without_symmetrizing_again():
+  """The Hermitian matrix built from one triangle goes to `cholesky` as it is: no second
+  (x + xᴴ) / 2, whose division the jaxpr would show."""
+  jaxpr = jaxon.make_jaxpr(lambda a: linalg.cho_factor(a, lower=True)[0])(SPD)
+  assert "cholesky" in str(jaxpr) and " div " not in str(jaxpr)
+
+
 @pytest.mark.parametrize("trans", [0, "T", 2])
 @pytest.mark.parametrize("lower", [True, False])
 def test_solve_triangular(trans, lower):

@@ -69,7 +69,7 @@ def cholesky(a: Any, lower: bool = False, overwrite_a: bool = False,
 
   Example: `cholesky(jnp.array([[4., 2.], [2., 2.]]))` is `[[2., 1.], [0., 1.]]`.
   """
-  l = lax_linalg.cholesky(_hermitian(_square("cholesky", a), lower))
+  l = _hermitian_cholesky(_square("cholesky", a), lower)
   return l if lower else _adjoint(l)
 
 
@@ -202,8 +202,15 @@ def solve(a: Any, b: Any, lower: bool = False, overwrite_a: bool = False,
   if assume_a != "pos":
     return jnp_linalg.solve(a, b)
   a, b, vector = _solve_shapes("solve", a, b)
-  x = cho_solve((lax_linalg.cholesky(_hermitian(a, lower)), True), b)
+  x = cho_solve((_hermitian_cholesky(a, lower), True), b)
   return x[..., 0] if vector else x
+
+
+def _hermitian_cholesky(a: Any, lower: bool) -> Any:
+  """The lower Cholesky factor of `_hermitian(a, lower)`. That matrix is Hermitian as built,
+  so the factorization does not symmetrize it again (three more full-size operations, with
+  a transpose: batched `cho_factor` of f32[16,32,32] took 1.4 times JAX's time)."""
+  return lax_linalg.cholesky(_hermitian(a, lower), symmetrize_input=False)
 
 
 def _hermitian(a: Any, lower: bool) -> Any:
@@ -247,7 +254,7 @@ def _generalized_eigh(a: Any, b: Any, lower: bool, kind: int) -> tuple[Any, Any]
     raise NotImplementedError(f"jax.scipy.linalg.eigh: generalized problems of type {kind} "
                               "are not implemented (type 1 is).")
   a, b = _inexact("eigh", a, b)
-  l = lax_linalg.cholesky(_hermitian(b, lower))
+  l = _hermitian_cholesky(b, lower)
   half = lax_linalg.triangular_solve(l, a, left_side=True, lower=True)
   c = lax_linalg.triangular_solve(l, half, left_side=False, lower=True, transpose_a=True,
                                   conjugate_a=True)
