@@ -242,7 +242,7 @@ def eigh(a: Any, b: Any = None, lower: bool = True, eigvals_only: bool = False,
                               "is not implemented.")
   a = _hermitian(_square("eigh", a), lower)
   if b is None:
-    v, w = lax_linalg.eigh(a)
+    v, w = lax_linalg.eigh(a, symmetrize_input=False)  # Hermitian as built
   else:
     v, w = _generalized_eigh(a, b, lower, type)
   return w if eigvals_only else (w, v)
