@@ -276,7 +276,32 @@ def test_partition(x, data):
   np.testing.assert_array_equal(np.take(part, kth, axis=ax), want_kth)
   np.testing.assert_array_equal(np.sort(part, axis=ax), np.sort(flat, axis=ax))
   idx = np.asarray(jnp.argpartition(x, kth, axis=axis))
-  np.testing.assert_array_equal(np.take_along_axis(flat, idx, axis=ax), part)
+  by_idx = np.take_along_axis(flat, idx, axis=ax)
+  np.testing.assert_array_equal(np.take(by_idx, kth, axis=ax), want_kth)
+  np.testing.assert_array_equal(np.sort(by_idx, axis=ax), np.sort(flat, axis=ax))
+  before, after = np.split(np.moveaxis(by_idx, ax, -1), [kth % n + 1], axis=-1)
+  assert np.all(~(before[..., :-1] > before[..., -1:])) and np.all(~(after < before[..., -1:]))
+
+
+def test_partition_and_argpartition_arrange_as_jax():
+  """One kth of a real array: JAX's arrangement (the smallest ascending, then the rest:
+  descending for partition, in index order for argpartition), recorded from JAX 0.10.2;
+  the most negative integer stays (JAX's negation there wraps and loses it)."""
+  x = np.random.RandomState(0).randn(8).astype(np.float32)
+  np.testing.assert_array_equal(
+      jnp.partition(x, 3), np.float32([-0.9772779, -0.1513572, 0.4001572, 0.95008844,
+                                       2.2408931, 1.867558, 1.7640524, 0.978738]))
+  np.testing.assert_array_equal(jnp.argpartition(x, 3), [5, 7, 1, 6, 0, 2, 3, 4])
+  with_nan = np.float32([np.nan, 1, 2, 3])
+  np.testing.assert_array_equal(jnp.partition(with_nan, 1), [1, 2, np.nan, 3])
+  np.testing.assert_array_equal(jnp.argpartition(with_nan, 1), [1, 2, 0, 3])
+  u8 = np.uint8([3, 1, 2, 1, 3, 0])
+  np.testing.assert_array_equal(jnp.partition(u8, 2), [0, 1, 1, 3, 3, 2])
+  np.testing.assert_array_equal(jnp.argpartition(u8, 2), [5, 1, 3, 0, 2, 4])
+  i8 = np.int8([2, -128, 5, -1])
+  np.testing.assert_array_equal(jnp.partition(i8, 0), [-128, 5, 2, -1])
+  np.testing.assert_array_equal(jnp.partition(x.reshape(2, 4), (1, 2), axis=1),
+                                np.sort(x.reshape(2, 4), axis=1))  # several kths: sorted
 
 
 def test_partition_kth_checks():
