@@ -31,6 +31,8 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, shape_ops, utils
 
+# ----------------------------------------------------------------------------- shared rules
+# (slice, dynamic_slice and dynamic_update_slice in `slicing` use them too)
 
 def operand_weak_type(operand: ShapedArray, *avals: ShapedArray, **params: Any) -> bool:
   """Slicing results are weakly typed when the sliced operand is; indices do not matter."""

@@ -29,7 +29,8 @@ from jaxon._src.lax.reductions import (
 _num = (np.number,)
 _ordered = (np.integer, np.floating, np.bool_)
 
-# ----------------------------------------------------------------------------- monoids
+
+# ----------------------------------------------------------------------------- window shapes
 
 def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int],
                     window_strides: Sequence[int], padding: str) -> list[tuple[int, int]]:
