@@ -219,6 +219,24 @@ def test_repeat_total_repeat_length():
     np.testing.assert_array_equal(np.asarray(out), expected, err_msg=f"{counts}, {total}")
 
 
+def test_repeat_with_traced_repeats_and_total_repeat_length():
+  """With total_repeat_length the repeats may be traced, as in JAX; the result is JAX's
+  (recorded from JAX 0.10.2), cut short or with its last element repeated. The program does
+  not grow with the number of elements."""
+  x = np.array([[1, 2, 3], [4, 5, 6]], np.float32)
+  f = jaxon.jit(lambda x, r: jnp.repeat(x, r, axis=1, total_repeat_length=5))
+  np.testing.assert_array_equal(f(x, np.array([2, 0, 1], np.int32)),
+                                [[1, 1, 3, 3, 3], [4, 4, 6, 6, 6]])
+  np.testing.assert_array_equal(f(x, np.array([1, 3, 2], np.int32)),
+                                [[1, 2, 2, 2, 3], [4, 5, 5, 5, 6]])
+  grad = jaxon.grad(lambda x: jnp.repeat(x, np.array([2, 0, 1]), axis=1).sum())(x)
+  np.testing.assert_array_equal(grad, [[2, 0, 1], [2, 0, 1]])
+  jaxpr = jaxon.make_jaxpr(lambda v: jnp.repeat(v, np.arange(1000) % 3))(np.ones(1000))
+  assert len(jaxpr.jaxpr.eqns) < 20
+  with pytest.raises(ConcretizationTypeError, match="static total_repeat_length"):
+    jaxon.jit(lambda x, r: jnp.repeat(x, r))(x[0], np.array([1, 2, 0]))
+
+
 def test_broadcast_shapes():
   assert jnp.broadcast_shapes((3, 1), (4,), ()) == (3, 4)
   assert jnp.broadcast_shapes(2, (1,)) == (2,)

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes
-from jaxon._src.lax import lax, shape_ops, slicing, structural
+from jaxon._src.lax import gather_scatter, lax, shape_ops, slicing, structural
+from jaxon._src.lax import reductions as lax_reductions
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.numpy import util
 from jaxon._src.xla.array import Array, device_put_numpy
@@ -598,9 +599,9 @@ def tile(A: Any, reps: int | Sequence[int]) -> Any:
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,
            total_repeat_length: int | None = None) -> Any:
   """Repeats each element of `a` along `axis` (of the flattened array when None): all
-  `repeats` times (an int), or element i `repeats[i]` times. `repeats` must be static;
-  `total_repeat_length`, when given, truncates the result or repeats its last element to
-  reach that length.
+  `repeats` times (an int), or element i `repeats[i]` times. `total_repeat_length`, when
+  given, fixes the length of the result (cut short, or its last element repeated to reach
+  it), and `repeats` may then be traced (under `jit`); without it, `repeats` must be static.
 
   Example: `jnp.repeat(jnp.array([1, 2]), [1, 3])` is `[1, 2, 2, 2]`.
   """
@@ -608,36 +609,65 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
   if axis is None:
     a, axis = ravel(a), 0
   axis = lax_utils.canonicalize_axis(axis, a.ndim)
-  counts = _static_ints("repeat", "repeats", repeats)
   n = a.shape[axis]
-  if counts.ndim > 1 or (counts.ndim == 1 and counts.size not in (1, n)):
+  if total_repeat_length is None:
+    if isinstance(repeats, core.Tracer):
+      core.concrete_or_error(None, repeats, "The repeats of jnp.repeat decide the length of "
+                             "its result: pass them static, or pass a static "
+                             "total_repeat_length.")
+    counts = _static_ints("repeat", "repeats", repeats)
+    total = None
+  else:
+    counts = repeats if isinstance(repeats, core.Tracer) else _static_ints(
+        "repeat", "repeats", repeats)
+    total = int(core.concrete_or_error(int, total_repeat_length,
+                                       "total_repeat_length of jnp.repeat must be static."))
+    if total < 0:
+      raise ValueError(f"jnp.repeat: total_repeat_length must be non-negative, got {total}.")
+  if np.ndim(counts) > 1 or (np.ndim(counts) == 1 and np.size(counts) not in (1, n)):
     raise ValueError(f"jnp.repeat: repeats must be an int or a 1-D sequence of length 1 or "
                      f"{n} (the size of axis {axis} of shape {a.shape}), got shape "
-                     f"{counts.shape}.")
-  if np.any(counts < 0):
+                     f"{np.shape(counts)}.")
+  if isinstance(counts, np.ndarray) and np.any(counts < 0):
     raise ValueError(f"jnp.repeat: repeats may not contain negative values, got {repeats!r}.")
-  if total_repeat_length is not None:
-    counts = _fit_counts(np.broadcast_to(counts, (n,)), int(total_repeat_length))
-  if counts.ndim == 0 or counts.size == 1:
-    return _repeat_uniform(a, int(counts.ravel()[0]), axis)
-  pieces = [_size_along(slicing.slice_in_dim(a, i, i + 1, axis=axis), int(c), axis)
-            for i, c in enumerate(counts) if c]
-  if not pieces:
-    return slicing.slice_in_dim(a, 0, 0, axis=axis)
-  return shape_ops.concatenate(pieces, axis)
-
-
-def _fit_counts(counts: np.ndarray, total: int) -> np.ndarray:
-  """Counts cut so that they sum to at most `total`, the last one grown to reach it."""
-  if total < 0:
-    raise ValueError(f"jnp.repeat: total_repeat_length must be non-negative, got {total}.")
-  ends = np.minimum(np.cumsum(counts), total)
-  fitted = np.diff(ends, prepend=0)
-  if fitted.size:
-    fitted[-1] += total - ends[-1]
-  elif total:
+  if total is None:
+    if counts.size == 1:
+      return _repeat_uniform(a, int(counts.ravel()[0]), axis)
+    total = int(counts.sum())
+  if total and not n:
     raise ValueError("jnp.repeat: cannot reach total_repeat_length from an empty axis.")
-  return fitted
+  return _repeat_by_index(a, counts, total, axis)
+
+
+def _repeat_by_index(a: Any, counts: Any, total: int, axis: int) -> Any:
+  """`total` elements along `axis`, element i taken `counts[i]` times (cut short, or the
+  last one repeated, to reach `total`), as JAX builds them: each output element takes the
+  index of the last block that began at or before it, a running sum of the marks scattered
+  where the blocks begin. The program does not grow with the number of elements (a slice
+  per element made a concatenation of thousands), and the counts may be traced."""
+  n = a.shape[axis]
+  if not total:
+    return slicing.slice_in_dim(a, 0, 0, axis=axis)
+  counts = lax.broadcast_in_dim(
+      lax.convert_element_type(shape_ops.reshape(lax.asarray(counts), (np.size(counts),)),
+                               np.int32),
+      (n,), (0,))
+  zero = lax.full((1,), 0, np.int32)
+  begins = lax_reductions.cumsum(
+      shape_ops.concatenate([zero, slicing.slice_in_dim(counts, 0, n - 1)], 0))
+  marks = gather_scatter.scatter_add(
+      lax.full((total,), 0, np.int32), shape_ops.expand_dims(begins, (1,)),
+      lax.full((n,), 1, np.int32),
+      gather_scatter.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                             scatter_dims_to_operand_dims=(0,)),
+      mode=gather_scatter.GatherScatterMode.FILL_OR_DROP)  # blocks past `total` are cut
+  index = lax.sub(lax_reductions.cumsum(marks), np.int32(1))
+  dnums = gather_scatter.GatherDimensionNumbers(
+      offset_dims=tuple(d for d in range(a.ndim) if d != axis), collapsed_slice_dims=(axis,),
+      start_index_map=(axis,))
+  slice_sizes = tuple(1 if d == axis else size for d, size in enumerate(a.shape))
+  return gather_scatter.gather(a, shape_ops.expand_dims(index, (1,)), dnums, slice_sizes,
+                               mode=gather_scatter.GatherScatterMode.PROMISE_IN_BOUNDS)
 
 
 def _repeat_uniform(a: Any, count: int, axis: int) -> Any:
