@@ -237,6 +237,20 @@ def test_repeat_with_traced_repeats_and_total_repeat_length():
     jaxon.jit(lambda x, r: jnp.repeat(x, r))(x[0], np.array([1, 2, 0]))
 
 
+def test_roll_by_traced_shifts():
+  """A shift traced under jit (a scalar, or one per named axis, an axis named twice rolled
+  twice) gives NumPy's result; so do its gradient and vmap over per-example shifts."""
+  x = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+  for shift, axis in ((np.int32(-7), None), (np.int32(5), 2), (np.int32([1, -2]), (0, 2)),
+                      (np.int32([4, 3]), (1, 1))):
+    got = jaxon.jit(lambda x, s, axis=axis: jnp.roll(x, s, axis=axis))(x, shift)
+    np.testing.assert_array_equal(got, np.roll(x, shift, axis=axis), err_msg=f"{axis}")
+  grad = jaxon.grad(lambda v, s: (jnp.roll(v, s) * np.arange(5.0)).sum())(np.ones(5), 2)
+  np.testing.assert_array_equal(grad, [2, 3, 4, 0, 1])
+  per_row = jaxon.vmap(jnp.roll)(x[0], np.int32([1, 2, -1]))
+  np.testing.assert_array_equal(per_row, [np.roll(r, s) for r, s in zip(x[0], [1, 2, -1])])
+
+
 def test_broadcast_shapes():
   assert jnp.broadcast_shapes((3, 1), (4,), ()) == (3, 4)
   assert jnp.broadcast_shapes(2, (1,)) == (2,)
@@ -319,8 +333,8 @@ ERROR_CASES = [
      ValueError, "reflect_type"),
     ("traced shape", lambda: jaxon.jit(lambda x, n: jnp.reshape(x, (n, 3)))(X6, 2),
      ConcretizationTypeError, "shape argument of jnp.reshape must be static"),
-    ("traced shift", lambda: jaxon.jit(lambda x, s: jnp.roll(x, s))(X6, 2),
-     ConcretizationTypeError, "shift argument of jnp.roll must be static"),
+    ("traced shifts of shape (2, 1)", lambda: jaxon.jit(lambda x, s: jnp.roll(x, s, 0))(
+        X6, np.int32([[1], [2]])), ValueError, r"1-D sequences, got shapes \(2, 1\)"),
 ]
 
 

@@ -542,25 +542,49 @@ def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
 
 
 @memoize_eager_operations
-def roll(a: Any, shift: int | Sequence[int], axis: Axis = None) -> Any:
+def roll(a: Any, shift: int | Sequence[int] | Any, axis: Axis = None) -> Any:
   """Shifts elements along `axis` by `shift` positions, wrapping around (over the
-  flattened array when `axis` is None). Shifts must be static.
+  flattened array when `axis` is None). A traced `shift` (under `jit`) rolls by a dynamic
+  slice of the axis laid twice end to end, as JAX does.
 
   Example: `jnp.roll(jnp.arange(5), 2)` is `[3, 4, 0, 1, 2]`.
   """
   a = _ensure_array("roll", a)
-  shifts = _static_ints("roll", "shift", shift)
   if axis is None:
-    return reshape(roll(ravel(a), int(shifts.sum()), 0), a.shape)
+    return reshape(roll(ravel(a), shift if isinstance(shift, core.Tracer) else
+                        int(_static_ints("roll", "shift", shift).sum()), 0), a.shape)
   axes = _static_ints("roll", "axis", axis)
-  if shifts.ndim > 1 or axes.ndim > 1:
-    raise ValueError(f"jnp.roll: shift and axis must be ints or 1-D sequences, got "
-                     f"{shift!r} and {axis!r}.")
+  shifts = shift if isinstance(shift, core.Tracer) else _static_ints("roll", "shift", shift)
+  if np.ndim(shifts) > 1 or axes.ndim > 1:
+    raise ValueError(f"jnp.roll: shift and axis must be ints or 1-D sequences, got shapes "
+                     f"{np.shape(shifts)} and {axes.shape}.")
+  axes = [lax_utils.canonicalize_axis(int(ax), a.ndim) for ax in np.ravel(axes)]
+  if isinstance(shifts, core.Tracer):
+    return _roll_traced(a, shifts, axes)
   total = [0] * a.ndim
   for s, ax in zip(*(b.ravel() for b in np.broadcast_arrays(shifts, axes))):
-    total[lax_utils.canonicalize_axis(int(ax), a.ndim)] += int(s)
+    total[ax] += int(s)
   for ax, s in enumerate(total):
     a = _roll_axis(a, s, ax)
+  return a
+
+
+def _roll_traced(a: Any, shifts: Any, axes: Sequence[int]) -> Any:
+  """Each axis (in turn, as often as it is named) rolled by its traced shift."""
+  count = max(np.size(shifts), len(axes))
+  if np.size(shifts) not in (1, count) or len(axes) not in (1, count):
+    raise ValueError(f"jnp.roll: shift of shape {np.shape(shifts)} and axis {tuple(axes)} "
+                     "do not broadcast together.")
+  shifts = lax.convert_element_type(shape_ops.reshape(shifts, (np.size(shifts),)), np.int32)
+  for j in range(count):
+    ax = axes[j % len(axes)]
+    n = a.shape[ax]
+    if n == 0:
+      continue
+    s = slicing.index_in_dim(shifts, j % np.size(shifts), keepdims=False)
+    s = lax.rem(lax.add(lax.rem(s, np.int32(n)), np.int32(n)), np.int32(n))  # floor modulo
+    twice = shape_ops.concatenate([a, a], ax)
+    a = slicing.dynamic_slice_in_dim(twice, lax.sub(np.int32(n), s), n, axis=ax)
   return a
 
 
