@@ -666,26 +666,31 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
 def _repeat_by_index(a: Any, counts: Any, total: int, axis: int) -> Any:
   """`total` elements along `axis`, element i taken `counts[i]` times (cut short, or the
   last one repeated, to reach `total`), as JAX builds them: each output element takes the
-  index of the last block that began at or before it, a running sum of the marks scattered
-  where the blocks begin. The program does not grow with the number of elements (a slice
-  per element made a concatenation of thousands), and the counts may be traced."""
+  index of the last block that began at or before it, a running sum of the marks made
+  where the blocks begin. The marks are made on the host for static counts (a constant
+  index for one gather: JAX's XLA folds its own program to that) and in the program for
+  traced ones. The program does not grow with the number of elements (a slice per element
+  made a concatenation of thousands)."""
   n = a.shape[axis]
   if not total:
     return slicing.slice_in_dim(a, 0, 0, axis=axis)
-  counts = lax.broadcast_in_dim(
-      lax.convert_element_type(shape_ops.reshape(lax.asarray(counts), (np.size(counts),)),
-                               np.int32),
-      (n,), (0,))
-  zero = lax.full((1,), 0, np.int32)
-  begins = lax_reductions.cumsum(
-      shape_ops.concatenate([zero, slicing.slice_in_dim(counts, 0, n - 1)], 0))
-  marks = gather_scatter.scatter_add(
-      lax.full((total,), 0, np.int32), shape_ops.expand_dims(begins, (1,)),
-      lax.full((n,), 1, np.int32),
-      gather_scatter.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
-                                             scatter_dims_to_operand_dims=(0,)),
-      mode=gather_scatter.GatherScatterMode.FILL_OR_DROP)  # blocks past `total` are cut
-  index = lax.sub(lax_reductions.cumsum(marks), np.int32(1))
+  if isinstance(counts, np.ndarray):
+    begins = np.cumsum(np.concatenate([[0], np.broadcast_to(counts, (n,))[:-1]]))
+    marks = np.bincount(begins[begins < total], minlength=total)
+    index = (np.cumsum(marks) - 1).astype(np.int32)
+  else:
+    counts = lax.broadcast_in_dim(lax.convert_element_type(
+        shape_ops.reshape(counts, (np.size(counts),)), np.int32), (n,), (0,))
+    zero = lax.full((1,), 0, np.int32)
+    begins = lax_reductions.cumsum(
+        shape_ops.concatenate([zero, slicing.slice_in_dim(counts, 0, n - 1)], 0))
+    marks = gather_scatter.scatter_add(
+        lax.full((total,), 0, np.int32), shape_ops.expand_dims(begins, (1,)),
+        lax.full((n,), 1, np.int32),
+        gather_scatter.ScatterDimensionNumbers(update_window_dims=(), inserted_window_dims=(0,),
+                                               scatter_dims_to_operand_dims=(0,)),
+        mode=gather_scatter.GatherScatterMode.FILL_OR_DROP)  # blocks past `total` are cut
+    index = lax.sub(lax_reductions.cumsum(marks), np.int32(1))
   dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=tuple(d for d in range(a.ndim) if d != axis), collapsed_slice_dims=(axis,),
       start_index_map=(axis,))
