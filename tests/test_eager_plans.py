@@ -444,7 +444,6 @@ def test_memoized_functions_replay_and_compose_what_they_compute_in_full(name, m
   assert len(runs) <= 1  # one program: the primitive, or the composite of several
 
 
-
 def test_lapack_results_need_no_fence_on_the_cpu(monkeypatch):
   """A fence keeps a multiply from being contracted into the next operation's add. A LAPACK
   call's results (lu, the triangular solves of `inv`) leave the call as values: fencing
@@ -457,6 +456,7 @@ def test_lapack_results_need_no_fence_on_the_cpu(monkeypatch):
     np.testing.assert_allclose(jnp.linalg.inv(a), np.linalg.inv(np.asarray(a)), rtol=1e-5)
   names = [e.primitive.name for e in programs[-1].eqns]
   assert "lu" in names and "eager_fence" not in names, names
+
 
 _MEMOIZED_SEVERAL = {  # functions that return a tuple, list or named tuple of Arrays
     "svd": (jnp.linalg.svd, (_M,)), "eigh": (jnp.linalg.eigh, (_M @ _M.T,)),

@@ -249,7 +249,6 @@ def test_integer_input_is_an_error():
     linalg.lu(np.ones((2, 2), np.int32))
 
 
-
 @pytest.mark.parametrize("left_side", [True, False])
 def test_triangular_solve_vectors_and_a_shared_matrix(left_side):
   """A b with one dimension fewer than a is a vector per matrix, as in JAX. Under vmap,
@@ -269,6 +268,7 @@ def test_triangular_solve_vectors_and_a_shared_matrix(left_side):
   eqns = jaxon.make_jaxpr(jaxon.vmap(solve))(bs).jaxpr.eqns
   solves = [e for e in eqns if e.primitive.name == "triangular_solve"]
   assert len(solves) == 1 and solves[0].invars[0].aval.shape == (3, 3), eqns
+
 
 def test_triangular_solve_shape_errors():
   a = np.eye(3, dtype=np.float32)

@@ -92,7 +92,6 @@ def test_lax_fft_grads(fft_type, shape, lengths, np_fn):
   check_grads(lambda x: lax.fft(x, fft_type, lengths), (x,), order=2)
 
 
-
 def test_real_transforms_transpose_as_jax():
   """RFFT's transpose is a half-spectrum IRFFT and IRFFT's an RFFT, weighted in the program:
   no full complex FFT, no weights passed as an argument. Values are JAX 0.10.2's (its
@@ -106,6 +105,7 @@ def test_real_transforms_transpose_as_jax():
           [-1.3649404, 1.12368536, 0.35275394, 2.96164131],
           [-1.61100101, 3.63418078, 2.12652016, 7.19527721]]
   np.testing.assert_allclose(grad(x), want, rtol=2e-6, atol=2e-6)
+
 
 @pytest.mark.parametrize("fft_type,shape,lengths", [c[:3] for c in LAX_CASES[::2]])
 def test_lax_fft_vmap(fft_type, shape, lengths):

@@ -12,7 +12,6 @@ _X = (np.arange(1.0, 13.0).reshape(3, 4) ** 1.5).astype(np.float32)
 _I = (np.arange(12).reshape(3, 4) * 7 + 3).astype(np.int32)
 
 
-
 def test_logaddexp_reduce_is_a_log_sum_exp():
   """As JAX computes it: the maximum taken out, then one sum (no loop over the axis); -inf
   slices, `where`, `initial`, `keepdims` and base 2 as NumPy has them."""
@@ -29,6 +28,7 @@ def test_logaddexp_reduce_is_a_log_sum_exp():
       np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=ufunc.__name__)
     jaxpr = jaxon.make_jaxpr(lambda a, f=ufunc: f.reduce(a))(x)
     assert "while" not in str(jaxpr) and "reduce_max" in str(jaxpr), jaxpr
+
 
 def test_reduce_and_accumulate_match_numpy():
   cases = [

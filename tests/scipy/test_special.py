@@ -170,7 +170,6 @@ def test_edge_values(x64, name, values):
   np.testing.assert_allclose(out, expected, rtol=1e-10, err_msg=name)
 
 
-
 def test_ndtri_is_jax_bit_for_bit():
   """Cephes' approximation as JAX 0.10.2 evaluates it: values bit for bit, gradients to the
   ulp (float32 bits recorded from JAX; the backward pass may sum cotangents in another
@@ -185,6 +184,7 @@ def test_ndtri_is_jax_bit_for_bit():
   np.testing.assert_allclose(grad, np.uint32(grads).view(np.float32), rtol=2.5e-7)
   with pytest.raises(TypeError, match="float32 or float64"):
     jsp.ndtri(np.array([1, 2]))
+
 
 def test_tails_keep_relative_accuracy(x64):
   x = np.array([-35.0, -19.0, -5.0, 3.0, 9.0, 30.0])

@@ -533,7 +533,7 @@ def ndtri(p: Any) -> Any:
   near = lax.sub(leading, lax.div(_rational(_NDTRI_NEAR_TAIL, inverse_z), z))
   tail = lax.select(lax.ge(z, _const(p, 8.0)), far, near)
   x = lax.select(lax.gt(q, _const(p, np.exp(-2.0))), middle, tail)
-  x = lax.select(lax.gt(p, _const(p, 1.0 - np.exp(-2.0))), x, lax.neg(x))
+  x = lax.select(upper, x, lax.neg(x))
   x = lax.select(lax.eq(p, _const(p, 1.0)), lax.full_like(x, np.inf), x)
   return lax.select(lax.eq(p, _const(p, 0.0)), lax.full_like(x, -np.inf), x)
 
