@@ -46,6 +46,7 @@ from jaxon._src.lax import (
     reductions,
     shape_ops,
     slicing,
+    slicing_common,
     special,
     windowed_reductions,
 )
@@ -192,7 +193,7 @@ def _gather_rule(error: Error, enabled_errors: frozenset, operand: Any, indices:
   if OOBError in enabled_errors:
     shape = core.get_aval(operand).shape
     index_map = dimension_numbers.start_index_map
-    upper = gather_scatter._index_upper_bounds(shape, slice_sizes, index_map)
+    upper = slicing_common.index_upper_bounds(shape, slice_sizes, index_map)
     error = _check_indices(error, "gather", shape, indices, upper, index_map)
   return error, out
 
@@ -208,7 +209,7 @@ def _scatter_rule(prim: core.Primitive, error: Error, enabled_errors: frozenset,
   operand_aval = core.get_aval(operand)
   window = gather_scatter._scatter_window(operand_aval, core.get_aval(updates), dimension_numbers)
   index_map = dimension_numbers.scatter_dims_to_operand_dims
-  upper = gather_scatter._index_upper_bounds(operand_aval.shape, window, index_map)
+  upper = slicing_common.index_upper_bounds(operand_aval.shape, window, index_map)
   error = _check_indices(error, prim.name, operand_aval.shape, indices, upper, index_map)
   return check_nans(prim, error, enabled_errors, out), out
 

@@ -185,11 +185,8 @@ from jaxon._src.lax.shape_ops import (
 )
 
 # --- slice, dynamic_slice, dynamic_update_slice (slicing.py), gather, scatter
-#     (gather_scatter.py)
+#     (gather_scatter.py), their dimension numbers and modes (slicing_common.py)
 from jaxon._src.lax.gather_scatter import (
-    GatherDimensionNumbers as GatherDimensionNumbers,
-    GatherScatterMode as GatherScatterMode,
-    ScatterDimensionNumbers as ScatterDimensionNumbers,
     gather as gather,
     gather_p as gather_p,
     scatter as scatter,
@@ -204,6 +201,11 @@ from jaxon._src.lax.gather_scatter import (
     scatter_p as scatter_p,
     scatter_sub as scatter_sub,
     scatter_sub_p as scatter_sub_p,
+)
+from jaxon._src.lax.slicing_common import (
+    GatherDimensionNumbers as GatherDimensionNumbers,
+    GatherScatterMode as GatherScatterMode,
+    ScatterDimensionNumbers as ScatterDimensionNumbers,
 )
 from jaxon._src.lax.slicing import (
     dynamic_index_in_dim as dynamic_index_in_dim,

@@ -24,10 +24,10 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, shape_ops, utils
-from jaxon._src.lax.gather_scatter import (
-    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, gather_batch_rule,
-    inserted, linear_jvp, operand_weak_type, scatter_batch_rule, scatter_p, static_ints,
-    with_batch_dim, zero_cotangents)
+from jaxon._src.lax.gather_scatter import gather_batch_rule, scatter_batch_rule, scatter_p
+from jaxon._src.lax.slicing_common import (
+    GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, inserted, linear_jvp,
+    operand_weak_type, static_ints, with_batch_dim, zero_cotangents)
 from jaxon._src.xla.array import Array
 
 
