@@ -174,6 +174,11 @@ def _read_open_jaxpr(node: Any) -> Jaxpr:
   return node.jaxpr
 
 
+def _read_update_jaxpr(node: Any) -> Jaxpr | None:
+  """scatter's `update_jaxpr`: None, or scatter_apply's scalar function."""
+  return None if type(node) is Word and node.text == "None" else _read_open_jaxpr(node)
+
+
 def _read_prng_impl(node: Any) -> prng_keys.PRNGImpl:
   impl = PRNG_IMPLS.get(read_string(node))
   if impl is None:
@@ -303,6 +308,7 @@ PARAM_READERS: dict[tuple[str | None, str], Callable[[Any], Any]] = {
     ("select_and_gather_add", "select_prim"): lambda node: _SELECT_PRIMS[node.text],
     ("select_and_scatter", "select_jaxpr"): _read_open_jaxpr,
     ("select_and_scatter", "scatter_jaxpr"): _read_open_jaxpr,
+    ("scatter", "update_jaxpr"): _read_update_jaxpr,
     ("random_seed", "impl"): _read_prng_impl,
     ("random_wrap", "impl"): _read_prng_impl,
     ("ffi_call", "target_name"): read_string,

@@ -192,6 +192,7 @@ from jaxon._src.lax.gather_scatter import (
     scatter as scatter,
     scatter_add as scatter_add,
     scatter_add_p as scatter_add_p,
+    scatter_apply as scatter_apply,
     scatter_max as scatter_max,
     scatter_max_p as scatter_max_p,
     scatter_min as scatter_min,

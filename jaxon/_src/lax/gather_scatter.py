@@ -13,6 +13,7 @@ a *batching* dimension when the operand is batched too.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -22,10 +23,10 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from jaxon._src import core, dtypes
+from jaxon._src import core, dtypes, tree_util
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
-from jaxon._src.lax import lax, shape_ops, utils
+from jaxon._src.lax import lax, reductions, shape_ops, utils
 from jaxon._src.lax.slicing_common import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, batched_dnums,
     canonical_dnums, check_batching_dims, check_dims, check_index_array, check_index_map,
@@ -263,10 +264,12 @@ def _scatter_window(operand: ShapedArray, updates: ShapedArray,
 
 
 def _scatter_lowering(combine: Callable[[ir.Value, ir.Value], ir.Value]) -> mlir.LoweringRule:
-  """`stablehlo.scatter` whose update computation is `combine(old, update)`."""
+  """`stablehlo.scatter` whose update computation is `combine(old, update)`, or for
+  scatter_apply the scalar jaxpr it was given."""
   def rule(ctx: mlir.LoweringRuleContext, operand: ir.Value, indices: ir.Value,
            updates: ir.Value, *, dimension_numbers: ScatterDimensionNumbers,
-           indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode
+           indices_are_sorted: bool, unique_indices: bool, mode: GatherScatterMode,
+           update_jaxpr: core.Jaxpr | None = None, update_consts: tuple = ()
            ) -> list[ir.Value]:
     dn = dimension_numbers
     operand_aval, indices_aval, updates_aval = ctx.avals_in
@@ -289,7 +292,11 @@ def _scatter_lowering(combine: Callable[[ir.Value, ir.Value], ir.Value]) -> mlir
     scalar = mlir.aval_to_ir_type(core.physical_aval(operand_aval).update(shape=()))
     block = op.update_computation.blocks.append(scalar, scalar)
     with ir.InsertionPoint(block):
-      hlo.return_([combine(*block.arguments)])
+      if update_jaxpr is None:
+        hlo.return_([combine(*block.arguments)])
+      else:
+        hlo.return_(mlir.closed_jaxpr_subcomp(
+            ctx.module_context, core.ClosedJaxpr(update_jaxpr, update_consts), block.arguments))
     return op.results
   return rule
 
@@ -311,13 +318,21 @@ scatter_min_p = _scatter_primitive("scatter-min", hlo.minimum)
 scatter_max_p = _scatter_primitive("scatter-max", hlo.maximum)
 
 
+# scatter's region params (as JAX's): the scalar jaxpr of scatter_apply, or None
+SET_REGION = {"update_jaxpr": None, "update_consts": ()}
+
+
 def _scatter_bind(prim: core.Primitive, operand: Any, scatter_indices: Any, updates: Any,
                   dimension_numbers: ScatterDimensionNumbers, indices_are_sorted: bool,
-                  unique_indices: bool, mode: str | GatherScatterMode | None) -> Any:
+                  unique_indices: bool, mode: str | GatherScatterMode | None,
+                  **region: Any) -> Any:
   dnums = canonical_dnums(dimension_numbers, ScatterDimensionNumbers, prim.name)
+  if prim is scatter_p:
+    region = region or SET_REGION
   return prim.bind(operand, scatter_indices, updates, dimension_numbers=dnums,
                    indices_are_sorted=bool(indices_are_sorted),
-                   unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode))
+                   unique_indices=bool(unique_indices), mode=GatherScatterMode.from_any(mode),
+                   **region)
 
 
 def _scatter_function(prim: core.Primitive, how: str) -> Callable[..., Any]:
@@ -354,13 +369,58 @@ scatter_min = _scatter_function(scatter_min_p, "is combined with the operand by 
 scatter_max = _scatter_function(scatter_max_p, "is combined with the operand by maximum")
 
 
+@dataclasses.dataclass(frozen=True)
+class _OldValueOnly:
+  """scatter_apply's update computation: `func` of the operand's value, the update
+  ignored. It hashes as `func`, so applying one function again reuses its jaxpr (and the
+  compiled program)."""
+  func: Callable[[Any], Any]
+
+  def __call__(self, old: Any, update: Any) -> Any:
+    return self.func(old)
+
+
+def scatter_apply(operand: Any, scatter_indices: Any, func: Callable[[Any], Any],
+                  dimension_numbers: ScatterDimensionNumbers, *,
+                  update_shape: Sequence[int] = (), indices_are_sorted: bool = False,
+                  unique_indices: bool = False, mode: str | GatherScatterMode | None = None
+                  ) -> Any:
+  """XLA's scatter where each element a window covers becomes `func` of its value.
+
+  `func` maps a scalar of `operand`'s dtype to one of the same dtype; it is traced once, on
+  scalars, and runs inside the scatter (so it cannot close over traced values). An element
+  covered by several windows gets `func` applied once per window. Prefer
+  `x.at[idx].apply(func)`, which builds the dimension numbers for you.
+
+  Args:
+    operand: the array to update (a new array is returned).
+    scatter_indices: integer array whose last dimension holds the start index vectors.
+    func: the scalar function to apply.
+    dimension_numbers: a `ScatterDimensionNumbers`.
+    update_shape: the shape the updates of an equivalent `scatter` would have.
+    indices_are_sorted, unique_indices, mode: as for `scatter`. Derivatives need
+      `unique_indices=True` (a promise that no element is covered twice).
+  """
+  dtype = core.get_aval(operand).dtype
+  if dtypes.issubdtype(dtype, dtypes.extended):
+    raise TypeError(f"scatter_apply needs an array of numbers, got an operand of dtype "
+                    f"{dtype}.")
+  closed = reductions.computation_jaxpr(_OldValueOnly(func), tree_util.tree_structure(0),
+                                        (ShapedArray((), dtype),), "scatter_apply function")
+  unused = lax.full(tuple(update_shape), 0, dtype)
+  return _scatter_bind(scatter_p, operand, scatter_indices, unused, dimension_numbers,
+                       indices_are_sorted, unique_indices, mode, update_jaxpr=closed.jaxpr,
+                       update_consts=tuple(closed.consts))
+
+
 # ----------------------------------------------------------------------------- scatter rules
 
 def _read_windows(x: Any, indices: Any, updates_aval: ShapedArray,
                   dimension_numbers: ScatterDimensionNumbers, *, mode: GatherScatterMode,
-                  indices_are_sorted: bool, unique_indices: bool) -> Any:
+                  indices_are_sorted: bool, unique_indices: bool, **region: Any) -> Any:
   """The gather that reads, shaped like the updates, the windows of `x` (shaped like the
-  operand) that the scatter with these indices writes; 0 where a window is dropped."""
+  operand) that the scatter with these indices (and any `region`) writes; 0 where a window
+  is dropped."""
   x_aval = core.get_aval(x)
   return gather(x, indices, GatherDimensionNumbers(*dimension_numbers),
                 _scatter_window(x_aval, updates_aval, dimension_numbers),
@@ -374,6 +434,8 @@ def _scatter_linear_transpose(prim: core.Primitive) -> Callable[..., list[Any]]:
   windows of `ct` they landed in (negated for scatter-sub)."""
   def transpose(ct: Any, operand: Any, indices: Any, updates: Any, **params: Any
                 ) -> list[Any]:
+    if params.get("update_jaxpr") is not None:
+      raise NotImplementedError("scatter_apply is not linear: it has no transpose.")
     if prim is scatter_p and not params["unique_indices"]:
       raise NotImplementedError("scatter is transposed only with unique indices (its JVP "
                                 "with possibly repeated indices uses scatter-add).")
@@ -391,15 +453,18 @@ def _scatter_linear_transpose(prim: core.Primitive) -> Callable[..., list[Any]]:
   return transpose
 
 
-def _scatter_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
-                 ) -> tuple[Any, Any]:
+def _scatter_jvp(primals: Sequence[Any], tangents: Sequence[Any], *,
+                 update_jaxpr: core.Jaxpr | None = None, update_consts: tuple = (),
+                 **params: Any) -> tuple[Any, Any]:
   """With unique indices scatter is linear in (operand, updates). Otherwise which of the
   updates to one element wins is up to XLA, so both outputs are rebuilt from one choice:
   each update's id (1 + its index vector's number) is scattered, the ids read back say
   which update elements won, and the outputs are the operand where nothing landed plus a
   scatter-add of the winners alone."""
+  if update_jaxpr is not None:
+    return _scatter_apply_jvp(primals, tangents, update_jaxpr, update_consts, **params)
   if params["unique_indices"]:
-    return _scatter_unique_jvp(primals, tangents, **params)
+    return _scatter_unique_jvp(primals, tangents, **SET_REGION, **params)
   operand, indices, updates = primals
   updates_aval = core.get_aval(updates)
   dn = params["dimension_numbers"]
@@ -407,7 +472,8 @@ def _scatter_jvp(primals: Sequence[Any], tangents: Sequence[Any], **params: Any
   batch_shape = [updates_aval.shape[d] for d in scatter_dims]
   ids = shape_ops.reshape(lax.iota(np.int32, math.prod(batch_shape)), batch_shape)
   ids = lax.add(lax.broadcast_in_dim(ids, updates_aval.shape, scatter_dims), np.int32(1))
-  landed = scatter_p.bind(lax.full(np.shape(operand), 0, np.int32), indices, ids, **params)
+  landed = scatter_p.bind(lax.full(np.shape(operand), 0, np.int32), indices, ids,
+                          **SET_REGION, **params)
   untouched = lax.eq(landed, np.int32(0))
   won = lax.eq(_read_windows(landed, indices, updates_aval, **params), ids)
 
@@ -489,6 +555,41 @@ def scatter_batch_rule(prim: core.Primitive, vals: Sequence[Any], dims: Sequence
                                       unbatched_rank(indices, indices_bdim))
   updates = with_batch_dim(updates, updates_bdim, size, updates_pos)
   return prim.bind(operand, indices, updates, dimension_numbers=dnums, **params), operand_bdim
+
+
+def _scatter_apply_jvp(primals: Sequence[Any], tangents: Sequence[Any],
+                       update_jaxpr: core.Jaxpr, update_consts: tuple, **params: Any
+                       ) -> tuple[Any, Any]:
+  """Where no element is covered twice, the output's tangent is the operand's with each
+  covered element replaced by `func`'s tangent there (`func` run elementwise, batched over
+  the windows). Where elements repeat, `func` applies to its own result in an order XLA
+  picks; that case is refused (JAX refuses every JVP of scatter_apply)."""
+  operand, indices, updates = primals
+  region = {"update_jaxpr": update_jaxpr, "update_consts": update_consts}
+  out = scatter_p.bind(*primals, **region, **params)
+  if type(tangents[0]) is ad.Zero:
+    return out, ad.Zero(core.get_aval(out).to_tangent_aval())
+  if not params["unique_indices"]:
+    raise NotImplementedError(
+        "scatter_apply (x.at[idx].apply(func)) is differentiable only with "
+        "unique_indices=True: where an index repeats, func is applied again to its own "
+        "result. Pass unique_indices=True if no element is indexed twice.")
+  updates_aval = core.get_aval(updates)
+  n = math.prod(updates_aval.shape)
+  flat = lambda x: shape_ops.reshape(x, (n,))
+  old = flat(_read_windows(operand, indices, updates_aval, **params))
+  t_old = flat(_read_windows(tangents[0], indices, updates_aval, **params))
+  zero_update = ad.Zero(ShapedArray((), updates_aval.dtype).to_tangent_aval())
+
+  def func_tangent(x: Any, update: Any, t: Any) -> list[Any]:
+    _, (t_new,) = ad.jvp_flat(
+        lambda *args: core.eval_jaxpr(update_jaxpr, update_consts, *args),
+        [x, update], [t, zero_update])
+    return [ad.instantiate_zeros(t_new)]
+  (t_new,), (dim,) = batching.batch_flat(func_tangent, [old, flat(updates), t_old],
+                                         [0, 0, 0], n, None)
+  t_new = shape_ops.reshape(batching.bdim_at_front(t_new, dim, n), updates_aval.shape)
+  return out, scatter_p.bind(tangents[0], indices, t_new, **SET_REGION, **params)
 
 
 _scatter_unique_jvp = linear_jvp(scatter_p, (0, 2))

@@ -643,25 +643,27 @@ def scalar_avals(operands: Sequence[Any]) -> tuple[ShapedArray, ...]:
 
 @caches.lru_cache(maxsize=256)
 def computation_jaxpr(computation: Callable, tree: tree_util.PyTreeDef,
-                      avals: tuple[ShapedArray, ...]) -> core.ClosedJaxpr:
+                      avals: tuple[ShapedArray, ...], what: str = "reduction computation"
+                      ) -> core.ClosedJaxpr:
   """`computation` traced on scalars: flat (accumulators..., elements...) to flat new
-  accumulators. Cached, so repeated reductions reuse one jaxpr (and one executable)."""
+  accumulators. Cached, so repeated reductions reuse one jaxpr (and one executable).
+  `what` names the computation in errors."""
   def flat_computation(*args: Any) -> list[Any]:
     n = len(avals)
     out = computation(tree.unflatten(args[:n]), tree.unflatten(args[n:]))
     out_leaves, out_tree = tree_util.tree_flatten(out)
     if out_tree != tree:
-      raise TypeError(f"the reduction computation must return the operands' structure "
+      raise TypeError(f"the {what} must return the operands' structure "
                       f"{tree}, got {out_tree}")
     return out_leaves
   with core.set_current_trace(core.EvalTrace()):
     jaxpr, consts = pe.trace_to_jaxpr(flat_computation, avals * 2)
   if any(isinstance(c, core.Tracer) for c in consts):
-    raise TypeError("the reduction computation closes over traced values; pass them as "
-                    "operands instead")
+    raise TypeError(f"the {what} closes over traced values: XLA runs it on scalars inside "
+                    f"the operation, where only its arguments and constants exist")
   out = tuple((a.shape, a.dtype) for a in jaxpr.out_avals)
   if out != tuple((a.shape, a.dtype) for a in avals):
-    raise TypeError(f"the reduction computation must return scalars of the operands' dtypes "
+    raise TypeError(f"the {what} must return scalars of the operands' dtypes "
                     f"{[a.str_short() for a in avals]}, got "
                     f"{[a.str_short() for a in jaxpr.out_avals]}")
   return core.ClosedJaxpr(jaxpr, consts)

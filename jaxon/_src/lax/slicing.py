@@ -24,7 +24,8 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, shape_ops, utils
-from jaxon._src.lax.gather_scatter import gather_batch_rule, scatter_batch_rule, scatter_p
+from jaxon._src.lax.gather_scatter import (
+    SET_REGION, gather_batch_rule, scatter_batch_rule, scatter_p)
 from jaxon._src.lax.slicing_common import (
     GatherDimensionNumbers, GatherScatterMode, ScatterDimensionNumbers, inserted, linear_jvp,
     operand_weak_type, static_ints, with_batch_dim, zero_cotangents)
@@ -438,7 +439,7 @@ def _dynamic_update_slice_batch_rule(vals: Sequence[Any], dims: Sequence[int | N
   return scatter_batch_rule(
       scatter_p, [x, _stacked_starts(starts, start_bdims, size), update],
       [x_bdim, 0, update_bdim], dimension_numbers=dnums, indices_are_sorted=True,
-      unique_indices=True, mode=GatherScatterMode.CLIP)
+      unique_indices=True, mode=GatherScatterMode.CLIP, **SET_REGION)
 
 
 ad.primitive_jvps[dynamic_update_slice_p] = linear_jvp(dynamic_update_slice_p, (0, 1))

@@ -576,6 +576,21 @@ class _IndexUpdateRef:
   min = _update_method(gather_scatter.scatter_min, "x[idx] = minimum(x[idx], y)")
   max = _update_method(gather_scatter.scatter_max, "x[idx] = maximum(x[idx], y)")
 
+  def apply(self, func: Callable[[Any], Any], *, indices_are_sorted: bool = False,
+            unique_indices: bool = False, mode: str | GatherScatterMode | None = None
+            ) -> Any:
+    """``func`` applied to the elements at ``idx``: a new array, ``x`` unchanged.
+
+    ``func`` is a scalar function from ``x``'s dtype to itself (traced once, on scalars:
+    it may not close over traced values). An element indexed twice gets ``func`` twice.
+    Derivatives need ``unique_indices=True``, a promise that no element repeats.
+    """
+    def scatter_fn(x: Any, indices: Any, updates: Any, dnums: Any, **kw: Any) -> Any:
+      return gather_scatter.scatter_apply(x, indices, func, dnums,
+                                          update_shape=np.shape(updates), **kw)
+    return _scatter_update(self.array, self.index, lax_numpy.zeros((), self.array.dtype),
+                           scatter_fn, indices_are_sorted, unique_indices, mode)
+
   def _factors(self, values: Any, **kw: Any) -> Any:
     """Ones, multiplied by `values` at `idx` (repeated indices multiply together)."""
     return self.__class__(lax_numpy.ones_like(self.array), self.index).multiply(values, **kw)

@@ -636,7 +636,8 @@ def _needs_fence(sig: _Signature, aval: core.ShapedArray) -> bool:
   if any(_kind(a) == "c" for a in sig.in_avals):  # |z| multiplies
     return True
   name = sig.prim.name
-  return not (name in _MULTIPLY_FREE
+  applies_function = sig.params.get("update_jaxpr") is not None  # scatter_apply's
+  return not (name in _MULTIPLY_FREE and not applies_function
               or name in _LAPACK_ON_CPU and mlir.current_platform() == "cpu")
 
 
