@@ -50,6 +50,10 @@ GRAD_CASES = [
     ("qr", linalg.qr, lambda d: (rand((3, 3), d, 3),)),
     ("qr_tall", lambda x: linalg.qr(x, full_matrices=False), lambda d: (rand((4, 3), d, 3),)),
     ("qr_wide", linalg.qr, lambda d: (rand((3, 4), d, 3),)),
+    ("qr_full_tall", linalg.qr, lambda d: (rand((4, 3), d, 3),)),
+    ("qr_pivoting", lambda x: linalg.qr(x, pivoting=True)[:2], lambda d: (rand((4, 3), d, 3),)),
+    ("qr_pivoting_wide", lambda x: linalg.qr(x, pivoting=True)[:2],
+     lambda d: (rand((3, 4), d, 3),)),
     ("svd_tall", _gauge_free_svd, lambda d: (rand((4, 3), d, 4),)),
     ("svd_wide", _gauge_free_svd, lambda d: (rand((3, 4), d, 4),)),
     ("svd_values", lambda x: linalg.svd(x, compute_uv=False), lambda d: (rand((3, 3), d, 4),)),
@@ -61,7 +65,7 @@ GRAD_CASES = [
 # the shape variants are checked in float64 only.
 LAX_CASES = [(*case, np.float64) for case in GRAD_CASES] + [
     (*case, np.complex128) for case in GRAD_CASES
-    if case[0] in ("cholesky", "triangular_solve", "qr", "svd_tall", "eigh")]
+    if case[0] in ("cholesky", "triangular_solve", "qr", "qr_full_tall", "svd_tall", "eigh")]
 
 
 @pytest.mark.parametrize("name,f,make_args,dtype", LAX_CASES,
@@ -89,12 +93,30 @@ def test_eig_eigenvector_grad_is_not_implemented():
     jaxon.jvp(lambda x: linalg.eig(x)[1], (np.eye(2),), (np.eye(2),))
 
 
-def test_full_matrices_grads_are_not_implemented():
+def test_full_matrices_svd_grad_is_not_implemented():
   tall = rand((4, 3), np.float64)
   with pytest.raises(NotImplementedError, match="full_matrices=False"):
-    jaxon.jvp(lambda x: linalg.qr(x)[0], (tall,), (tall,))
-  with pytest.raises(NotImplementedError, match="full_matrices=False"):
     jaxon.jvp(lambda x: linalg.svd(x)[0], (tall,), (tall,))
+
+
+# JAX 0.10.2, x64: jax.jvp(lambda x: lax.linalg.qr(x, pivoting=True)[:2], (M,), (T,))
+QR_M = np.array([[1, 2, 3], [4, 5, 6.5], [7, 8.5, 9], [1, 0, 2]])
+QR_T = np.array([[0.5, -1, 0.25], [1, 0, -0.5], [0., 2, 1], [-1, 0.5, 0]])
+QR_DQ = np.array([
+    [-0.00915653525620201, -0.6762234766739854, 0.36562913078170967, -0.9199287039764783],
+    [0.06940103546117052, -0.026199042011556428, -0.9830289924957261, -0.3387526135490725],
+    [-0.048887252612511985, 0.1253197875199325, 0.6877561736370631, 0.38361517220307373],
+    [0.00817407439180264, 0.2877908149153104, -0.32931341898780264, 0.3362229383355504]])
+QR_DR = np.array([[-0.556858817941555, -1.4575789384228848, -0.579612611561044],
+                  [0., 0.31270119929820817, 0.8413984387611444],
+                  [0., 0., 2.02265722760842], [0., 0., 0.]])
+
+
+def test_pivoted_complete_qr_jvp_matches_jax():
+  """The tangent of a complete Q's last columns follows LAPACK's completion, as JAX's."""
+  _, (dq, dr) = jaxon.jvp(lambda x: linalg.qr(x, pivoting=True)[:2], (QR_M,), (QR_T,))
+  np.testing.assert_allclose(dq, QR_DQ, atol=1e-12)
+  np.testing.assert_allclose(dr, QR_DR, atol=1e-12)
 
 
 def test_triangular_solve_transpose_in_rhs():

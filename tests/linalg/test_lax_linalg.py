@@ -98,6 +98,20 @@ def test_lu_pivots_to_permutation():
 
 
 @pytest.mark.parametrize(argvalues=RECTANGULAR_CASES, **CASE_ARGS)
+def test_qr_pivoting(precision, kind, shape):
+  """x[…, p] = Q R with |R|'s diagonal non-increasing, the permutation SciPy's (LAPACK's)."""
+  dtype = getattr(precision, kind)
+  x = rand(shape, dtype, 3)
+  q, r, p = map(np.asarray, _call(lambda x: linalg.qr(x, pivoting=True), x))
+  assert p.dtype == np.int32 and p.shape == shape[:-2] + shape[-1:]
+  close(q @ r, np.take_along_axis(x, p[..., None, :], -1), dtype, "qr: Q R = x[…, p]")
+  diagonal = np.abs(np.diagonal(r, axis1=-2, axis2=-1))
+  assert np.all(diagonal[..., :-1] >= diagonal[..., 1:] * (1 - 1e-5)), diagonal
+  for i in np.ndindex(*shape[:-2]):
+    np.testing.assert_array_equal(p[i], scipy.linalg.qr(x[i], pivoting=True)[2])
+
+
+@pytest.mark.parametrize(argvalues=RECTANGULAR_CASES, **CASE_ARGS)
 @pytest.mark.parametrize("full_matrices", [True, False])
 def test_qr(precision, kind, shape, full_matrices):
   dtype = getattr(precision, kind)

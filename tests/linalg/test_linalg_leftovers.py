@@ -212,5 +212,15 @@ def test_qr_multiply():
       np.testing.assert_allclose(g, w, atol=1e-12, err_msg=f"{mode} {conjugate}")
   with pytest.raises(ValueError, match="not compatible for c @ Q"):
     jsl.qr_multiply(X, np.ones(3))
-  with pytest.raises(NotImplementedError, match="pivoting"):
-    jsl.qr_multiply(X, np.ones(4), pivoting=True)
+
+
+def test_qr_multiply_pivoting_matches_jax():
+  """JAX 0.10.2, x64: jax.scipy.linalg.qr_multiply(M, [1., 2., 3., 4.], pivoting=True)."""
+  m = np.array([[1, 2, 3], [4, 5, 6.5], [7, 8.5, 9], [1, 0, 2]])
+  qtb, r, p = jsl.qr_multiply(m, jnp.array([1., 2., 3., 4.]), pivoting=True)
+  np.testing.assert_allclose(qtb, [-4.369199956156816, -2.7107010093880404,
+                                   -1.649913024898484], atol=1e-12)
+  np.testing.assert_allclose(r, [[-11.672617529928752, -9.852117548196743, -8.053035213308643],
+                                 [0., 2.0459178420732744, 1.0560299217715208],
+                                 [0., 0., -1.016574964050486]], atol=1e-12)
+  np.testing.assert_array_equal(p, [2, 1, 0])

@@ -85,13 +85,15 @@ def test_numpy_style_functions():
   close((np.asarray(u) * np.asarray(s)) @ np.asarray(vh), A, F32, "svd U s Vh")
 
 
+@pytest.mark.parametrize("pivoting", [False, True])
 @pytest.mark.parametrize("mode", ["full", "economic", "r"])
-def test_qr(mode):
+def test_qr(mode, pivoting):
   x = rand((4, 3), seed=4)
-  out, expected = linalg.qr(x, mode=mode), scipy.linalg.qr(x, mode=mode)
+  out = linalg.qr(x, mode=mode, pivoting=pivoting)
+  expected = scipy.linalg.qr(x, mode=mode, pivoting=pivoting)
   assert len(out) == len(expected)
   for o, e in zip(out, expected):  # unique up to the signs of Q's columns and R's rows
-    close(np.abs(o), np.abs(e), F32, f"qr(mode={mode})")
+    close(np.abs(o), np.abs(e), F32, f"qr(mode={mode}, pivoting={pivoting})")
 
 
 @pytest.mark.parametrize("lower", [True, False])

@@ -286,45 +286,56 @@ def lu_solve(lu_: Any, permutation: Any, b: Any, trans: int = 0) -> Any:
 # ============================================================================= QR
 
 def qr(x: Any, *, pivoting: bool = False, full_matrices: bool = True,
-       use_magma: bool | None = None) -> tuple[Any, Any]:
+       use_magma: bool | None = None) -> tuple[Any, ...]:
   """QR decomposition x = Q R, Q with orthonormal columns, R upper triangular.
 
   Args:
     x: matrices (…, m, n).
+    pivoting: pivot columns (LAPACK's geqp3), so that R's diagonal does not increase in
+      magnitude (rank-revealing): x[…, p] = Q R, and the int32 permutation p (…, n) is
+      returned third.
     full_matrices: Q is (…, m, m) and R (…, m, n); otherwise, with k = min(m, n), Q is
       (…, m, k) and R (…, k, n).
-    pivoting: column pivoting is not implemented; use_magma is accepted for JAX
-      compatibility (it picks a GPU algorithm).
+    use_magma: accepted for JAX compatibility (it picks a GPU algorithm).
 
   Example: `qr(jnp.array([[3., 0.], [4., 5.]]))[1]` is `[[-5., -4.], [0., 3.]]`.
   """
-  if pivoting:
-    raise NotImplementedError("qr(pivoting=True) is not implemented in jaxon.")
-  q, r = qr_p.bind(x, full_matrices=bool(full_matrices))
-  return q, r
+  return tuple(qr_p.bind(x, pivoting=bool(pivoting), full_matrices=bool(full_matrices)))
 
 
-def _qr_abstract_eval(x: ShapedArray, *, full_matrices: bool) -> list[ShapedArray]:
+def _qr_abstract_eval(x: ShapedArray, *, full_matrices: bool, pivoting: bool = False
+                      ) -> list[ShapedArray]:
   *batch, m, n = _matrix_aval("qr", x)
   k = m if full_matrices else min(m, n)
-  return [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
+  q_r = [ShapedArray((*batch, m, k), x.dtype), ShapedArray((*batch, k, n), x.dtype)]
+  return q_r + [ShapedArray((*batch, n), np.dtype(np.int32))] * pivoting
 
 
 qr_p = utils.standard_multi_result_primitive("qr", _qr_abstract_eval)
 
 
-def _qr_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, full_matrices: bool
-                 ) -> list[ir.Value]:
-  """geqrf leaves R above the diagonal and Householder reflectors below; orgqr turns the
-  reflectors into Q's first `q_cols` columns (with zero columns appended for a complete Q)."""
+def _qr_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, pivoting: bool = False,
+                 full_matrices: bool) -> list[ir.Value]:
+  """geqrf (geqp3 when pivoting) leaves R above the diagonal and Householder reflectors
+  below; orgqr turns the reflectors into Q's first `q_cols` columns (with zero columns
+  appended for a complete Q)."""
   x_aval = ctx.avals_in[0]
-  q_aval, r_aval = ctx.avals_out
-  if _is_empty(x_aval):
-    return _emit(ctx, lambda: _empty_results(ctx.avals_out), [])
+  q_aval, r_aval = ctx.avals_out[:2]
   *batch, m, n = x_aval.shape
+  if _is_empty(x_aval):
+    perm = [lax.broadcasted_iota(np.int32, (*batch, n), len(batch))] * pivoting
+    return _emit(ctx, lambda: _empty_results(ctx.avals_out[:2]) + perm, [])
   tau_aval = ShapedArray((*batch, min(m, n)), x_aval.dtype)
-  packed, tau = _lapack_call("geqrf", x_aval.dtype, [x], [x_aval], [x_aval, tau_aval],
-                             in_place=0)
+  if pivoting:
+    perm_aval = ctx.avals_out[2]
+    free, = _emit(ctx, lambda: [lax.full(perm_aval.shape, 0, np.int32)], [])
+    packed, jpvt, tau = _lapack_call("geqp3", x_aval.dtype, [x, free], [x_aval, perm_aval],
+                                     [x_aval, perm_aval, tau_aval], in_place=0)
+    perm = _emit(ctx, lambda j: [lax.sub(j, np.int32(1))], [perm_aval], jpvt)  # 0-based
+  else:
+    packed, tau = _lapack_call("geqrf", x_aval.dtype, [x], [x_aval], [x_aval, tau_aval],
+                               in_place=0)
+    perm = []
   q_cols, r_rows = q_aval.shape[-1], r_aval.shape[-2]
 
   def split(packed: Any) -> list[Any]:
@@ -334,7 +345,7 @@ def _qr_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, full_matrices: b
   reflectors, r = _emit(ctx, split, [x_aval], packed)
   q, = _lapack_call("orgqr", x_aval.dtype, [reflectors, tau], [q_aval, tau_aval], [q_aval],
                     in_place=0)
-  return [q, r]
+  return [q, r, *perm]
 
 
 def _resize_last(x: Any, size: int) -> Any:
@@ -346,27 +357,55 @@ def _resize_last(x: Any, size: int) -> Any:
   return shape_ops.pad(x, _const(x, 0), [(0, 0, 0)] * last + [(0, size - n, 0)])
 
 
-def _qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: bool
-            ) -> tuple[list[Any], list[Any]]:
+def _qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: bool,
+            pivoting: bool = False) -> tuple[list[Any], list[Any]]:
   """For m >= n (Townsend 2018, "Differentiating the QR decomposition"): with
   C = Qᴴ dA R⁻¹, dQ = Q (Ω - C) + dA R⁻¹ and dR = (C - Ω) R, Ω the skew-Hermitian matrix
   with C's strictly lower part. A wide A = Q [R₁ R₂] differentiates its square left block
-  that way, and dR₂ = Qᴴ (dA₂ - dQ R₂)."""
+  that way, and dR₂ = Qᴴ (dA₂ - dQ R₂). A complete Q of a tall A gets its last m - n
+  columns' tangent from `_qr_complement_jvp`. Pivoting permutes dA's columns as A's (the
+  permutation is piecewise constant: its tangent is zero)."""
   (x,), (dx,) = primals, tangents
   *_, m, n = _shape(x)
-  if full_matrices and m > n:
-    raise NotImplementedError("The derivative of qr(full_matrices=True) of a tall matrix is "
-                              "not unique (Q's last m - n columns are arbitrary); use "
-                              "full_matrices=False.")
-  q, r = qr_p.bind(x, full_matrices=full_matrices)
-  if m >= n:
-    return [q, r], list(_qr_tall_jvp(q, r, dx))
+  q, r, *perm = outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
   last = len(_shape(x)) - 1
-  left = lambda a: slicing.slice_in_dim(a, 0, m, axis=last)
-  right = lambda a: slicing.slice_in_dim(a, m, n, axis=last)
-  dq, dr1 = _qr_tall_jvp(q, left(r), left(dx))
-  dr2 = _matmul(_H(q), lax.sub(right(dx), _matmul(dq, right(r))))
-  return [q, r], [dq, shape_ops.concatenate([dr1, dr2], last)]
+  if pivoting:
+    dx = _H(_permute_rows(_H(dx), perm[0]))
+  perm_tangent = [_zero_tangent(p) for p in perm]
+  if m < n:
+    left = lambda a: slicing.slice_in_dim(a, 0, m, axis=last)
+    right = lambda a: slicing.slice_in_dim(a, m, n, axis=last)
+    dq, dr1 = _qr_tall_jvp(q, left(r), left(dx))
+    dr2 = _matmul(_H(q), lax.sub(right(dx), _matmul(dq, right(r))))
+    return outs, [dq, shape_ops.concatenate([dr1, dr2], last), *perm_tangent]
+  if not full_matrices or m == n:
+    return outs, [*_qr_tall_jvp(q, r, dx), *perm_tangent]
+  rows = lambda a, start, stop: slicing.slice_in_dim(a, start, stop, axis=last - 1)
+  cols = lambda a, start, stop: slicing.slice_in_dim(a, start, stop, axis=last)
+  q_thin, q_rest = cols(q, 0, n), cols(q, n, m)
+  dq_thin, dr_top = _qr_tall_jvp(q_thin, rows(r, 0, n), dx)
+  dq_rest = _qr_complement_jvp(q_thin, q_rest, dq_thin)
+  dr = shape_ops.concatenate([dr_top, lax.full_like(rows(r, n, m), 0)], last - 1)
+  return outs, [shape_ops.concatenate([dq_thin, dq_rest], last), dr, *perm_tangent]
+
+
+def _qr_complement_jvp(q_thin: Any, q_rest: Any, dq_thin: Any) -> Any:
+  """The tangent of the last m - n columns Q₂ of a complete Q = [Q₁ Q₂] whose Q₁ (m, n) is
+  the thin factor, as LAPACK's reflectors complete it (arXiv:2409.13374, eqs. 32-33, which
+  JAX uses too). With Q₁'s
+  top (n, n) block Q₁₁ and bottom block Q₁₂ (and likewise for dQ₁): Z = Q₁₂ (Q₁₁ - I)⁻¹ and
+  dQ₂ = dQ₁ Zᴴ - (Q₁ + Q₂ Z) (dQ₁₂ - Z dQ₁₁)ᴴ."""
+  *_, m, n = _shape(q_thin)
+  rows = lambda a, start, stop: slicing.slice_in_dim(a, start, stop, axis=len(_shape(a)) - 2)
+  q11, q12 = rows(q_thin, 0, n), rows(q_thin, n, m)
+  dq11, dq12 = rows(dq_thin, 0, n), rows(dq_thin, n, m)
+  shifted = lax.sub(q11, _identity(_shape(q11), _dtype(q11)))
+  lu_, _, permutation = lu(shifted)
+  z_h = lu_solve(lu_, permutation, _H(q12), trans=2)  # (Q₁₁ - I)ᴴ Zᴴ = Q₁₂ᴴ
+  z = _H(z_h)
+  return lax.sub(_matmul(dq_thin, z_h),
+                 _matmul(lax.add(q_thin, _matmul(q_rest, z)),
+                         _H(lax.sub(dq12, _matmul(z, dq11)))))
 
 
 def _qr_tall_jvp(q: Any, r: Any, dx: Any) -> tuple[Any, Any]:

@@ -1,6 +1,7 @@
 """Linear-algebra primitives that expose LAPACK's intermediate forms: the compact Householder
-QR (`geqrf`) and the product of its reflectors (`householder_product`), the Hessenberg and
-tridiagonal reductions, the Schur decomposition, and the tridiagonal solve.
+QR (`geqrf`, and `geqp3` with column pivoting) and the product of its reflectors
+(`householder_product`), the Hessenberg and tridiagonal reductions, the Schur decomposition,
+and the tridiagonal solve.
 
 They follow `jaxon._src.lax.linalg` (whose helpers they use): leading dimensions are batch
 dimensions, each lowers to one of jaxlib's LAPACK custom calls (CPU only), and a kernel that
@@ -74,6 +75,51 @@ def _geqrf_lowering(ctx: mlir.LoweringRuleContext, a: ir.Value) -> list[ir.Value
 
 
 _register(geqrf_p, _geqrf_lowering)
+
+
+def geqp3(a: Any, jpvt: Any) -> tuple[Any, Any, Any]:
+  """LAPACK's compact QR decomposition with column pivoting, a[…, p] = Q R, the columns
+  chosen greedily so that R's diagonal does not increase in magnitude.
+
+  Args:
+    a: matrices (…, m, n), float32/64 or complex64/128.
+    jpvt: int32 (…, n): a nonzero entry j moves column j to the front before the free
+      columns (0) are pivoted; all zeros leaves every column free.
+
+  Returns:
+    (r, jpvt, taus) as `geqrf`'s (r, taus), with jpvt the permutation p, 1-based as LAPACK
+    gives it (`qr(a, pivoting=True)` returns it 0-based).
+  """
+  r, jpvt, taus = geqp3_p.bind(a, jpvt)
+  return r, jpvt, taus
+
+
+def _geqp3_abstract_eval(a: ShapedArray, jpvt: ShapedArray) -> list[ShapedArray]:
+  *batch, m, n = _matrix_aval("geqp3", a)
+  utils.check_dtypes("geqp3", (np.int32,), jpvt)
+  if jpvt.shape != (*batch, n):
+    raise ValueError(f"geqp3 needs jpvt of shape {(*batch, n)} for a of type "
+                     f"{a.str_short()}, got {jpvt.str_short()}.")
+  return [a, jpvt, ShapedArray((*batch, min(m, n)), a.dtype)]
+
+
+geqp3_p = utils.standard_multi_result_primitive("geqp3", _geqp3_abstract_eval)
+
+
+def _geqp3_lowering(ctx: mlir.LoweringRuleContext, a: ir.Value, jpvt: ir.Value
+                    ) -> list[ir.Value]:
+  """An empty matrix keeps its columns in order (LAPACK rejects it)."""
+  a_aval, jpvt_aval, taus_aval = ctx.avals_out
+  if 0 in a_aval.shape[-2:]:
+    in_order = lambda: [lax.add(lax.broadcasted_iota(np.int32, jpvt_aval.shape,
+                                                     jpvt_aval.ndim - 1), np.int32(1)),
+                        lax.full(taus_aval.shape, 0, taus_aval.dtype)]
+    return [a, *_emit(ctx, in_order, [])]
+  return _lapack_call("geqp3", a_aval.dtype, [a, jpvt], ctx.avals_in, ctx.avals_out,
+                      in_place=0)
+
+
+_register(geqp3_p, _geqp3_lowering)
 
 
 # ============================================================================= householder_product

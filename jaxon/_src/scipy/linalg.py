@@ -274,20 +274,21 @@ def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
 
 def qr(a: Any, overwrite_a: bool = False, lwork: Any = None, mode: str = "full",
        pivoting: bool = False, check_finite: bool = True) -> tuple[Any, ...]:
-  """QR decomposition a = Q R.
+  """QR decomposition a = Q R, or with `pivoting` a[…, P] = Q R (P chosen so that R's
+  diagonal does not increase in magnitude).
 
   Args:
     mode: "full" gives Q (…, m, m) and R (…, m, n); "economic" Q (…, m, k) and R (…, k, n);
       "r" gives `(R,)` with the full R.
+    pivoting: also return the int32 column permutation P (…, n): `(Q, R, P)`, or `(R, P)`
+      for mode "r".
   """
   a, = _inexact("qr", a)
-  if pivoting:
-    raise NotImplementedError("jax.scipy.linalg.qr(pivoting=True) is not implemented.")
   if mode not in ("full", "economic", "r"):
     raise ValueError(f"jax.scipy.linalg.qr: unsupported mode {mode!r}; use 'full', "
                      "'economic' or 'r'.")
-  q, r = jnp_linalg.qr(a, mode="reduced" if mode == "economic" else "complete")
-  return (r,) if mode == "r" else (q, r)
+  q, r, *perm = lax_linalg.qr(a, pivoting=pivoting, full_matrices=mode != "economic")
+  return (r, *perm) if mode == "r" else (q, r, *perm)
 
 
 def block_diag(*arrs: Any) -> Any:

@@ -1,6 +1,6 @@
 """`jaxon.scipy.linalg.qr_multiply`: the QR decomposition's R together with a product by Q,
-computed from the compact QR (`geqrf`) by applying the reflectors (`ormqr`) without ever
-forming Q."""
+computed from the compact QR (`geqrf`, or `geqp3` with pivoting) by applying the reflectors
+(`ormqr`) without ever forming Q."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +12,7 @@ from jaxon._src.scipy.linalg import _inexact
 
 def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
                 conjugate: bool = False, overwrite_a: bool = False, overwrite_c: bool = False
-                ) -> tuple[Any, Any]:
+                ) -> tuple[Any, ...]:
   """With a = Q R (k = min(M, N)): (Q @ c, R) for `mode="left"` or (c @ Q, R) for "right".
 
   Args:
@@ -20,20 +20,18 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
     c: (…, K, P) for "left" (K = k rows, padded with zeros to M when M > N) or (…, P, M) for
       "right"; a vector is a column ("left") or a row ("right"), and the result is raveled.
     mode: "right" (default) or "left".
-    pivoting: column pivoting is not implemented in jaxon.
+    pivoting: decompose a[…, P] = Q R with columns pivoted (LAPACK's geqp3) and also
+      return the int32 permutation P (…, N).
     conjugate: multiply by conj(Q) instead of Q.
     overwrite_a, overwrite_c: unused, as in JAX.
 
   Returns:
     (Q @ c of shape (…, M, P), R) or (c @ Q restricted to its first k columns, (…, P, k),
-    R), with R (…, k, N) upper triangular.
+    R), with R (…, k, N) upper triangular; then P when `pivoting`.
 
   Example: `qr_multiply(a, b)` gives Qᵀb (as c @ Q) and R for least squares on a 1-D b.
   """
   del overwrite_a, overwrite_c
-  if pivoting:
-    raise NotImplementedError("jax.scipy.linalg.qr_multiply(pivoting=True) is not implemented "
-                              "in jaxon (it needs LAPACK's geqp3).")
   if mode not in ("right", "left"):
     raise ValueError(f"jax.scipy.linalg.qr_multiply: mode must be 'right' or 'left', got "
                      f"{mode!r}")
@@ -57,7 +55,11 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
   batch = jnp.broadcast_shapes(a.shape[:-2], c.shape[:-2])
   a = jnp.broadcast_to(a, batch + a.shape[-2:])
   c = jnp.broadcast_to(c, batch + c.shape[-2:])
-  r, taus = linalg_lapack.geqrf(a)
+  if pivoting:
+    r, jpvt, taus = linalg_lapack.geqp3(a, jnp.zeros(batch + (n,), jnp.int32))
+    perm = [jpvt - 1]  # LAPACK's is 1-based
+  else:
+    (r, taus), perm = linalg_lapack.geqrf(a), []
   if mode == "left" and m > n:  # Q's last M - N columns meet zero rows of c
     c = jnp.concatenate([c, jnp.zeros(batch + (m - k, c.shape[-1]), c.dtype)], axis=-2)
   # conj(Q) c = (cᵀ Qᴴ)ᵀ and c conj(Q) = (Qᴴ cᵀ)ᵀ: transposing c swaps Q's side.
@@ -71,4 +73,4 @@ def qr_multiply(a: Any, c: Any, mode: str = "right", pivoting: bool = False,
     product = product[..., :k]
   if one_dimensional:
     product = product.ravel()
-  return product, jnp.triu(r[..., :k, :])
+  return product, jnp.triu(r[..., :k, :]), *perm
