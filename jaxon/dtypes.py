@@ -4,7 +4,6 @@ canonicalization and promotion by JAX's lattice, and the scalar types `extended`
 from jaxon._src.dtypes import (
     TypePromotionError as TypePromotionError,
     bfloat16 as bfloat16,
-    canonicalize_dtype as canonicalize_dtype,
     dtype as dtype,
     extended as extended,
     finfo as finfo,
@@ -17,3 +16,4 @@ from jaxon._src.dtypes import (
     result_type as result_type,
     scalar_type_of as scalar_type_of,
 )
+from jaxon._src.dtypes import public_canonicalize_dtype as canonicalize_dtype  # noqa: F401 (JAX's name)

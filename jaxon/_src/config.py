@@ -116,13 +116,13 @@ class Flag:
     for watcher in self._watchers + _watch_all:
       watcher()
 
-  def __call__(self, new_value: Any = _UNSET) -> _FlagContext:
-    if new_value is _UNSET:
+  def __call__(self, new_val: Any = _UNSET) -> _FlagContext:
+    if new_val is _UNSET:
       if self._context_default is _UNSET:
         raise TypeError(f"Context manager for {self.__name__} config option requires an "
                         "argument representing the new value for the config option.")
-      new_value = self._context_default
-    return _FlagContext(self, self._parse(new_value))
+      new_val = self._context_default
+    return _FlagContext(self, self._parse(new_val))
 
   def __bool__(self) -> bool:
     raise TypeError("bool() not supported for instances of type 'Flag' (did you mean to "

@@ -143,6 +143,15 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
     return _canonicalize_in(dtype, _x64)
 
 
+def public_canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> Any:
+  """`jax.dtypes.canonicalize_dtype`: an extended dtype (a key type) is refused unless
+  `allow_extended_dtype`, as JAX refuses it (jaxon's own rules pass those through)."""
+  if isinstance(dtype, ExtendedDType) and not allow_extended_dtype:
+    raise ValueError(f"canonicalize_dtype called on extended dtype {dtype} with "
+                     "allow_extended_dtype=False")
+  return canonicalize_dtype(dtype)
+
+
 def check_user_dtype_supported(dtype: Any, fun_name: str) -> None:
   """Warns, as JAX does, when a dtype the user asked for by name is narrowed (a 64-bit
   type without x64): the result silently having another dtype would surprise."""
@@ -280,12 +289,12 @@ def is_bool(dt: Any) -> bool:
   return np.dtype(dt) == _BOOL
 
 
-def finfo(dt: Any) -> ml_dtypes.finfo:
-  return ml_dtypes.finfo(np.dtype(dt))
+def finfo(dtype: Any) -> ml_dtypes.finfo:
+  return ml_dtypes.finfo(np.dtype(dtype))
 
 
-def iinfo(dt: Any) -> ml_dtypes.iinfo:
-  return ml_dtypes.iinfo(np.dtype(dt))
+def iinfo(int_type: Any) -> ml_dtypes.iinfo:
+  return ml_dtypes.iinfo(np.dtype(int_type))
 
 
 # ----------------------------------------------------------------------------- promotion

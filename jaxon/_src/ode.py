@@ -217,7 +217,7 @@ def _polyval(coeffs: Any, x: Any) -> Any:
   return y
 
 
-def _initial_step_size(func: Callable, t0: Any, y0: Any, order: int, rtol: float,
+def _initial_step_size(fun: Callable, t0: Any, y0: Any, order: int, rtol: float,
                        atol: float, f0: Any) -> Any:
   """Hairer-Norsett-Wanner's starting step: small enough that an explicit Euler step
   changes y by about 1% of its scale, then corrected by an estimate of f's change."""
@@ -227,27 +227,28 @@ def _initial_step_size(func: Callable, t0: Any, y0: Any, order: int, rtol: float
   d0 = jnp.linalg.norm(y0 / scale)
   d1 = jnp.linalg.norm(f0 / scale)
   h0 = jnp.where((d0 < 1e-5) | (d1 < 1e-5), 1e-6, 0.01 * d0 / d1)
-  f1 = func(y0 + h0.astype(dtype) * f0, t0 + h0)
+  f1 = fun(y0 + h0.astype(dtype) * f0, t0 + h0)
   d2 = jnp.linalg.norm((f1 - f0) / scale) / h0
   h1 = jnp.where((d1 <= 1e-15) & (d2 <= 1e-15), jnp.maximum(1e-6, h0 * 1e-3),
                  (0.01 / jnp.maximum(d1, d2)) ** (1. / (order + 1.)))
   return jnp.minimum(100. * h0, h1)
 
 
-def _mean_error_ratio(error: Any, rtol: float, atol: float, y0: Any, y1: Any) -> Any:
+def _mean_error_ratio(error_estimate: Any, rtol: float, atol: float, y0: Any, y1: Any
+                      ) -> Any:
   """RMS of the error relative to the tolerance: at most 1 means the step is accepted."""
   err_tol = atol + rtol * jnp.maximum(jnp.abs(y0), jnp.abs(y1))
-  ratio = error / err_tol.astype(error.dtype)
+  ratio = error_estimate / err_tol.astype(error_estimate.dtype)
   squared = ratio.real ** 2 + ratio.imag ** 2 if jnp.iscomplexobj(ratio) else ratio ** 2
   return jnp.sqrt(jnp.mean(squared))
 
 
-def _optimal_step_size(last_step: Any, error_ratio: Any, safety: float = 0.9,
+def _optimal_step_size(last_step: Any, mean_error_ratio: Any, safety: float = 0.9,
                        ifactor: float = 10.0, dfactor: float = 0.2, order: float = 5.0
                        ) -> Any:
   """The next step from the error of the last (error ~ step^order), with a safety factor,
   growing at most `ifactor`-fold and, after an accepted step, never shrinking."""
-  dfactor = jnp.where(error_ratio < 1, 1.0, dfactor)
+  dfactor = jnp.where(mean_error_ratio < 1, 1.0, dfactor)
   factor = jnp.minimum(ifactor,
-                       jnp.maximum(error_ratio ** (-1.0 / order) * safety, dfactor))
-  return jnp.where(error_ratio == 0, last_step * ifactor, last_step * factor)
+                       jnp.maximum(mean_error_ratio ** (-1.0 / order) * safety, dfactor))
+  return jnp.where(mean_error_ratio == 0, last_step * ifactor, last_step * factor)

@@ -24,10 +24,10 @@ def safe_map(f: Callable[..., Any], *args: Sequence[Any]) -> list[Any]:
   return list(map(f, *args))
 
 
-def unzip2(pairs: Iterable[tuple[Any, Any]]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-  """The firsts and the seconds of `pairs`, as two tuples."""
+def unzip2(xys: Iterable[tuple[Any, Any]]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+  """The firsts and the seconds of the pairs `xys`, as two tuples."""
   firsts, seconds = [], []
-  for first, second in pairs:
+  for first, second in xys:
     firsts.append(first)
     seconds.append(second)
   return tuple(firsts), tuple(seconds)

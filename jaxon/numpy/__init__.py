@@ -246,7 +246,6 @@ from jaxon._src.numpy.ufuncs import (
     where as where,
 )
 from jaxon._src.dtypes import (
-    issubdtype as issubdtype,
     promote_types as promote_types,
     result_type as result_type,
 )
@@ -302,6 +301,7 @@ from jaxon._src.numpy.scalar_types import (
     float64 as float64,
     float_ as float_,
     iinfo as iinfo,
+    issubdtype as issubdtype,
     inf as inf,
     int8 as int8,
     int16 as int16,

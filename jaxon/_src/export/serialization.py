@@ -87,14 +87,14 @@ def serialize(exp: _export.Exported, vjp_order: int = 0) -> bytearray:
   return out
 
 
-def deserialize(data: bytes | bytearray) -> _export.Exported:
-  """The Exported that `serialize` wrote into `data`.
+def deserialize(blob: bytes | bytearray) -> _export.Exported:
+  """The Exported that `serialize` wrote into `blob`.
 
   Raises:
-    ValueError: `data` is not a serialized jaxon program, was truncated or corrupted (its
+    ValueError: `blob` is not a serialized jaxon program, was truncated or corrupted (its
       checksum does not match), or was written in another format version.
   """
-  data = bytes(data)
+  data = bytes(blob)
   if len(data) < _PREFIX.size + 4 or not data.startswith(MAGIC):
     what = "too short" if data.startswith(MAGIC) else "missing the magic header b'JAXONEXP'"
     raise ValueError(f"Not a serialized jaxon Exported: the data is {what} "
@@ -111,11 +111,11 @@ def deserialize(data: bytes | bytearray) -> _export.Exported:
   header = json.loads(data[start:start + header_length])
   blobs = data[start + header_length:-4]
 
-  def blob(span: list[int]) -> bytes:
+  def piece(span: list[int]) -> bytes:
     return blobs[span[0]:span[0] + span[1]]
 
   scope = shape_poly.SymbolicScope(header["constraints"])
-  consts = tuple(np.frombuffer(blob(c["data"]), DTYPES_BY_NAME[c["dtype"]]).reshape(
+  consts = tuple(np.frombuffer(piece(c["data"]), DTYPES_BY_NAME[c["dtype"]]).reshape(
       c["shape"]) for c in header["consts"])
   return _export.Exported(
       fun_name=header["fun_name"],
@@ -129,11 +129,11 @@ def deserialize(data: bytes | bytearray) -> _export.Exported:
       ordered_effects=(), unordered_effects=(),
       disabled_safety_checks=tuple(_export.DisabledSafetyCheck(c)
                                    for c in header["disabled_safety_checks"]),
-      mlir_module_serialized=blob(header["mlir_module"]),
+      mlir_module_serialized=piece(header["mlir_module"]),
       calling_convention_version=header["calling_convention_version"],
       jaxpr_text=header["jaxpr_text"], jaxpr_consts=consts,
       constraints=tuple(header["constraints"]),
-      saved_vjps=tuple(deserialize(blob(v)) for v in header["vjps"]),
+      saved_vjps=tuple(deserialize(piece(v)) for v in header["vjps"]),
       _in_named_shardings=_shardings_from_text(header.get("in_shardings"),
                                                len(header["in_avals"])),
       _out_named_shardings=_shardings_from_text(header.get("out_shardings"),

@@ -56,7 +56,8 @@ class SymbolicScope:
   """The dimension variables that may be used together, and the constraints they obey.
   `constraints` are strings such as `"b >= 4"`, `"a <= 2*b"`, `"a == 2*b"`."""
 
-  def __init__(self, constraints: Sequence[str] = ()):
+  def __init__(self, constraints_str: Sequence[str] = ()):
+    constraints = constraints_str
     if isinstance(constraints, str):
       raise ValueError("The symbolic constraints should be a sequence of strings. Got "
                        f"{constraints!r}")
@@ -590,9 +591,9 @@ def _is_int(x: Any) -> bool:
 core.register_symbolic_dim_type(DimExpr)
 
 
-def is_symbolic_dim(d: Any) -> bool:
-  """Whether `d` is a symbolic dimension (not an int)."""
-  return isinstance(d, DimExpr)
+def is_symbolic_dim(p: Any) -> bool:
+  """Whether `p` is a symbolic dimension (not an int)."""
+  return isinstance(p, DimExpr)
 
 
 # ----------------------------------------------------------------------------- parsing

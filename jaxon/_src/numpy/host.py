@@ -81,11 +81,13 @@ def is_supported_dtype(dtype: Any) -> bool:
   return np.dtype(dtype) in _DLPACK_DTYPES
 
 
-def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> Any:
+def from_dlpack(external_array: Any, *, device: Any = None, copy: bool | None = None
+                ) -> Any:
   """An array from an object that exports DLPack (`__dlpack__`), such as a NumPy array on
   the CPU. NumPy imports it (sharing memory unless `copy=True`) and the result is put on
   `device` (the default device if None), with the dtype canonicalized as for any host
   value (float64 becomes float32 without x64)."""
+  x = external_array
   if not (hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__")):
     raise TypeError("The array passed to from_dlpack must have __dlpack__ and "
                     f"__dlpack_device__ methods; got {type(x).__name__}.")

@@ -754,7 +754,7 @@ def _promote_integers(name: str, x1: Any, x2: Any) -> list[Any]:
   return [x1, x2]
 
 
-def gcd(x1: Any, x2: Any, /) -> Any:
+def gcd(x1: Any, x2: Any) -> Any:
   """The elementwise greatest common divisor of integers (non-negative; gcd(0, 0) = 0),
   by Euclid's algorithm run for its worst-case number of steps.
 
@@ -769,7 +769,7 @@ def gcd(x1: Any, x2: Any, /) -> Any:
   return a
 
 
-def lcm(x1: Any, x2: Any, /) -> Any:
+def lcm(x1: Any, x2: Any) -> Any:
   """The elementwise least common multiple of integers (non-negative unless it overflows,
   as in NumPy; 0 if either is 0).
 

@@ -151,6 +151,12 @@ def isdtype(dtype: Any, kind: Any) -> bool:
   return False
 
 
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+  """Whether dtype (or scalar type) `arg1` is `arg2` or below it in NumPy's hierarchy;
+  bfloat16 and the float8 types count as floating."""
+  return dtypes.issubdtype(arg1, arg2)
+
+
 def finfo(dtype: Any) -> Any:
   """Machine limits of a floating dtype (bfloat16 and the float8 types included); for a
   complex dtype, those of its real part."""

@@ -369,13 +369,13 @@ def _integer_power(x1: Any, x2: Any) -> Any:
   return acc
 
 
-def fmax(x1: Any, x2: Any, /) -> Any:
+def fmax(x1: Any, x2: Any) -> Any:
   """Elementwise maximum that ignores a NaN when the other operand is a number."""
   x1, x2 = _promote_args("fmax", x1, x2)
   return where(lax.bitwise_or(greater(x1, x2), isnan(x2)), x1, x2)
 
 
-def fmin(x1: Any, x2: Any, /) -> Any:
+def fmin(x1: Any, x2: Any) -> Any:
   """Elementwise minimum that ignores a NaN when the other operand is a number."""
   x1, x2 = _promote_args("fmin", x1, x2)
   return where(lax.bitwise_or(less(x1, x2), isnan(x2)), x1, x2)
@@ -395,7 +395,7 @@ def ceil(x: Any, /) -> Any:
   return lax.asarray(x) if _is_int_or_bool(x) else lax.ceil(x)
 
 
-def trunc(x: Any, /) -> Any:
+def trunc(x: Any) -> Any:
   """Elementwise rounding towards zero; integers are returned unchanged."""
   util.check_arraylike("trunc", x)
   if _is_int_or_bool(x):

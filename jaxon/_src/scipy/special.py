@@ -332,12 +332,12 @@ def entr(x: Any) -> Any:
   return lax.select(lax.lt(x, _const(x, 0)), lax.full_like(x, -np.inf), lax.neg(_xlogx(x)))
 
 
-def rel_entr(x: Any, y: Any) -> Any:
-  """Elementwise relative entropy x log(x / y): 0 where x == 0 and y >= 0, inf where
-  x < 0 or y <= 0 otherwise.
+def rel_entr(p: Any, q: Any) -> Any:
+  """Elementwise relative entropy p log(p / q): 0 where p == 0 and q >= 0, inf where
+  p < 0 or q <= 0 otherwise.
 
   JAX implementation of `scipy.special.rel_entr`."""
-  x, y = _promote_and_broadcast("rel_entr", x, y)
+  x, y = _promote_and_broadcast("rel_entr", p, q)
   both_positive = lax.bitwise_and(lax.gt(x, _const(x, 0)), lax.gt(y, _const(y, 0)))
   safe_x = lax.select(both_positive, x, lax.full_like(x, 1))
   safe_y = lax.select(both_positive, y, lax.full_like(y, 1))
@@ -347,12 +347,12 @@ def rel_entr(x: Any, y: Any) -> Any:
   return lax.select(both_positive, value, edge)
 
 
-def kl_div(x: Any, y: Any) -> Any:
-  """Elementwise Kullback-Leibler divergence x log(x / y) - x + y: y where x == 0 and
-  y >= 0, inf where x < 0 or y <= 0 otherwise.
+def kl_div(p: Any, q: Any) -> Any:
+  """Elementwise Kullback-Leibler divergence p log(p / q) - p + q: q where p == 0 and
+  q >= 0, inf where p < 0 or q <= 0 otherwise.
 
   JAX implementation of `scipy.special.kl_div`."""
-  x, y = _promote_and_broadcast("kl_div", x, y)
+  x, y = _promote_and_broadcast("kl_div", p, q)
   return lax.add(rel_entr(x, y), lax.sub(y, x))
 
 
