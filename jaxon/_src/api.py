@@ -12,8 +12,7 @@ from jaxon._src import caches, core, dtypes, traceback_util, tree_util
 from jaxon._src.core import ClosedJaxpr, ShapedArray
 from jaxon._src.interpreters import ad, batching
 from jaxon._src.interpreters import partial_eval as pe
-from jaxon._src.jit import (Compiled as Compiled, PjitFunction as PjitFunction,
-                            Lowered as Lowered, ShapeDtypeStruct as ShapeDtypeStruct,
+from jaxon._src.jit import (PjitFunction as PjitFunction, ShapeDtypeStruct as ShapeDtypeStruct,
                             abstractify, flatten_fun, jit as jit)
 from jaxon._src.xla import executable
 from jaxon._src.xla.array import Array
@@ -224,9 +223,11 @@ def linearize(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
 
 
 @traceback_util.api_boundary
-def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> Any:
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False,
+        reduce_axes: Sequence[Hashable] = ()) -> Any:
   """Reverse mode: `(fun(*primals), f_vjp)` where `f_vjp(cotangent)` returns the
   cotangents of `primals` (a tuple)."""
+  _refuse_reduce_axes(reduce_axes)
   flat_primals, in_tree = tree_util.tree_flatten((primals, {}))
   out_tree_store: list = []
   flat_fun = flatten_fun(_checked_aux(fun) if has_aux else fun, in_tree, out_tree_store)
@@ -305,9 +306,11 @@ def _vjp_of_argnums(fun: Callable, argnums: int | Sequence[int], args: tuple, kw
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+                   holomorphic: bool = False, allow_int: bool = False,
+                   reduce_axes: Sequence[Hashable] = ()) -> Callable:
   """A function returning `(fun(*args), grad of fun w.r.t. args[argnums])`; `fun` must
   return a real scalar (or a complex one with holomorphic=True)."""
+  _refuse_reduce_axes(reduce_axes)
   single = isinstance(argnums, int)
 
   @traceback_util.inline_api_boundary
@@ -351,15 +354,23 @@ def _check_scalar_output(out: Any, holomorphic: bool) -> None:
 
 
 @traceback_util.api_boundary
+def _refuse_reduce_axes(reduce_axes: Sequence[Hashable]) -> None:
+  """JAX keeps `reduce_axes` in its signatures only to refuse it (it was removed)."""
+  if reduce_axes:
+    raise NotImplementedError("reduce_axes argument to grad is deprecated")
+
+
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
-         holomorphic: bool = False, allow_int: bool = False) -> Callable:
+         holomorphic: bool = False, allow_int: bool = False,
+         reduce_axes: Sequence[Hashable] = ()) -> Callable:
   """The gradient of scalar-valued `fun` with respect to `args[argnums]`.
 
   Example:
     >>> grad(jnp.tanh)(1.0)
     Array(0.41997433, dtype=float32, weak_type=True)
   """
-  value_and_grad_f = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+  value_and_grad_f = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int,
+                                    reduce_axes)
 
   @traceback_util.inline_api_boundary
   @functools.wraps(fun)
@@ -630,9 +641,14 @@ def _broadcast_prefix(prefix: Any, tree: Any, what: str) -> list[Any]:
 
 @traceback_util.api_boundary
 def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable | None = None,
-         axis_size: int | None = None) -> Callable:
+         axis_size: int | None = None,
+         spmd_axis_name: Hashable | tuple[Hashable, ...] | None = None,
+         sum_match: bool = False) -> Callable:
   """Vectorizes `fun` over the axes `in_axes` of its arguments; outputs are stacked along
-  `out_axes`. `None` marks an argument or output that is not mapped.
+  `out_axes`. `None` marks an argument or output that is not mapped; with `sum_match`, an
+  output that is mapped where `out_axes` says None is summed over the mapped axis instead
+  of refused. `spmd_axis_name` names the mesh axes the mapped axis is split over in the
+  sharding constraints `fun` makes.
 
   Example:
     >>> vmap(lambda x, y: x * y, in_axes=(0, None))(jnp.arange(3.0), 2.0)
@@ -640,6 +656,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
   """
   if isinstance(in_axes, list):
     in_axes = tuple(in_axes)
+  spmd_names = (spmd_axis_name if spmd_axis_name is None or isinstance(spmd_axis_name, tuple)
+                else (spmd_axis_name,))
   if not (in_axes is None or isinstance(in_axes, (int, tuple))):
     raise TypeError("vmap in_axes must be an int, None, or a tuple of entries corresponding "
                     f"to the positional arguments passed to the function, but got {in_axes!r}.")
@@ -660,11 +678,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Hashable
       size = _mapped_axis_size(leaves, dims, axis_size)
       out_tree_store: list = []
       flat_fun = flatten_fun(fun, in_tree, out_tree_store)
-      outs, out_dims = batching.batch_flat(flat_fun, leaves, dims, size, axis_name)
+      outs, out_dims = batching.batch_flat(flat_fun, leaves, dims, size, axis_name,
+                                           spmd_name=spmd_names)
       out_tree = out_tree_store[0]
       want = _broadcast_prefix(out_axes, out_tree.unflatten([0] * out_tree.num_leaves),
                                "out_axes")
-      outs = [_move_out_axis(o, d, w, size) for o, d, w in zip(outs, out_dims, want)]
+      outs = [_move_out_axis(o, d, w, size, sum_match) for o, d, w in zip(outs, out_dims, want)]
       return out_tree.unflatten(outs)
     except Exception as e:
       traceback_util.filter_at_boundary(e)
@@ -683,9 +702,13 @@ def _normalize_axis(d: int, shape: tuple[int, ...]) -> int:
   return d % ndim
 
 
-def _move_out_axis(x: Any, have: int | None, want: int | None, size: int) -> Any:
+def _move_out_axis(x: Any, have: int | None, want: int | None, size: int,
+                   sum_match: bool = False) -> Any:
   from jaxon._src.lax import lax
   if want is None:
+    if have is not None and sum_match:
+      from jaxon._src.lax import reductions
+      return reductions.reduce_sum(x, (have,))
     if have is not None:
       raise ValueError("vmap has mapped output but out_axes is None")
     return x

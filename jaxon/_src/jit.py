@@ -112,27 +112,32 @@ def flatten_fun(fun: Callable, in_tree: tree_util.PyTreeDef, out_tree_store: lis
 
 
 class ShapeDtypeStruct:
-  """A shape and dtype standing in for an array (what `eval_shape` returns)."""
+  """A shape and dtype standing in for an array (what `eval_shape` returns). `sharding`
+  is carried for the code that reads it; jaxon's `jit` lays out its arguments by its own
+  `in_shardings`, not by this."""
 
-  __slots__ = ("shape", "dtype", "weak_type")
+  __slots__ = ("shape", "dtype", "weak_type", "sharding")
 
-  def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False):
+  def __init__(self, shape: Sequence[int], dtype: Any, weak_type: bool = False, *,
+               sharding: Any = None):
     self.shape = tuple(shape)
     self.dtype = dtype if dtypes.is_extended(dtype) else np.dtype(dtype)  # keys' as they are
     self.weak_type = weak_type
+    self.sharding = sharding
 
   ndim = property(lambda self: len(self.shape))
   size = property(lambda self: int(np.prod(self.shape)))
 
   def __eq__(self, other: object) -> bool:
     return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape
-            and self.dtype == other.dtype)
+            and self.dtype == other.dtype and self.sharding == other.sharding)
 
   def __hash__(self) -> int:
-    return hash((self.shape, self.dtype))
+    return hash((self.shape, self.dtype, self.sharding))
 
   def __repr__(self) -> str:
-    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name})"
+    sharding = "" if self.sharding is None else f", sharding={self.sharding}"
+    return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype.name}{sharding})"
 
 
 core.register_aval_handler(
@@ -405,8 +410,9 @@ class PjitFunction:
     return (outs[0] if entry.returns_leaf else entry.out_tree.unflatten(outs)), ran
 
   @traceback_util.api_boundary
-  def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+  def lower(self, *args: Any, **kwargs: Any) -> Any:
     _, entry = self._entry(args, kwargs)
+    from jaxon._src.stages import Lowered  # that module builds on this one
     return Lowered(entry, self._name)
 
   @traceback_util.api_boundary
@@ -475,98 +481,6 @@ def _unhashable_static_error(statics: tuple) -> ValueError:
                         f"while trying to hash an object of type {type(value)}, {value}. The "
                         f"error was:\nTypeError: {e}\n")
   return ValueError("Non-hashable static arguments are not supported.")
-
-
-class Lowered:
-  """A jitted function lowered for one signature: its StableHLO, and compilation."""
-
-  def __init__(self, entry: _CacheEntry, name: str):
-    self._entry = entry
-    self._name = name
-
-  def compiler_ir(self, dialect: str | None = None) -> Any:
-    """The StableHLO module (`dialect='stablehlo'`, the default) or the HLO computation
-    (`'hlo'`), as JAX's: for reading, not a stable serialization."""
-    closed = self._entry.jaxpr
-    module = executable.lower_jaxpr(
-        closed.jaxpr, self._name, self._entry.donated,
-        const_values=executable.embedded_consts(closed.jaxpr, closed.consts))
-    if dialect in (None, "stablehlo"):
-      return module
-    if dialect == "hlo":
-      return executable.to_xla_computation(module)
-    raise ValueError(f"unknown dialect: {dialect}")
-
-  def as_text(self, dialect: str | None = None) -> str:
-    ir = self.compiler_ir(dialect)
-    return ir.as_hlo_text() if dialect == "hlo" else str(ir)
-
-  @property
-  def args_info(self) -> Any:
-    from jaxon._src.stages import args_info  # that module builds on this one
-    return args_info(self._entry)
-
-  def compile(self, compiler_options: dict[str, str | bool] | None = None) -> Compiled:
-    """Compiles for the lowered signature. `compiler_options` (XLA flags) must be empty:
-    jaxon compiles every program with XLA's defaults."""
-    if compiler_options:
-      raise NotImplementedError("jaxon compiles with XLA's default options; got "
-                                f"compiler_options={compiler_options!r}")
-    if self._entry.const_args:
-      raise TypeError(f"jit({self._name}).lower(...).compile(): the function closes over "
-                      "values traced by an enclosing transformation, so it cannot be "
-                      "compiled on its own; call the jitted function instead.")
-    return Compiled(self._entry, self._name)
-
-
-class Compiled:
-  """A jitted function compiled for one signature. As in JAX, it is called with the
-  dynamic arguments only (static ones were fixed by `lower`), in the same pytree structure
-  and with the same shapes and dtypes."""
-
-  def __init__(self, entry: _CacheEntry, name: str):
-    self._entry = entry
-    self._name = name
-    self._executable = entry.compile(name)
-
-  in_tree = property(lambda self: self._entry.in_tree)
-  out_tree = property(lambda self: self._entry.out_tree)
-
-  def __call__(self, *args: Any, **kwargs: Any) -> Any:
-    leaves, in_tree = tree_util.tree_flatten((args, kwargs))
-    if in_tree != self._entry.in_tree:
-      raise TypeError(f"Function compiled with input pytree {self._entry.in_tree} does not "
-                      f"match the input pytree it was called with, {in_tree}.")
-    for want, got in zip(self._executable.in_avals, _flat_avals(leaves)):
-      if (want.shape, want.dtype) != (got.shape, got.dtype):
-        self._raise_type_mismatch(args, kwargs)
-    return self._entry.out_tree.unflatten(self._executable(leaves))
-
-  def _raise_type_mismatch(self, args: tuple, kwargs: dict) -> None:
-    paths, _ = tree_util.tree_flatten_with_path((args, kwargs))
-    mismatches = []
-    for (path, leaf), want in zip(paths, self._executable.in_avals):
-      got = abstractify(leaf)
-      if (want.shape, want.dtype) != (got.shape, got.dtype):
-        where = ("args", "kwargs")[path[0].idx] + tree_util.keystr(path[1:])
-        mismatches.append(f"argument {where} compiled with {want.str_short(False)} and "
-                          f"called with {got.str_short(False)}")
-    raise TypeError("Argument types differ from the types for which this computation was "
-                    "compiled: " + "; ".join(mismatches))
-
-  def as_text(self) -> str:
-    return self._executable.loaded.hlo_modules()[0].to_string()
-
-  def cost_analysis(self) -> dict[str, float]:
-    """XLA's estimates (flops, bytes accessed, …) for the compiled program, as JAX's."""
-    return self._executable.loaded.cost_analysis()
-
-  def memory_analysis(self) -> Any:
-    """XLA's `CompiledMemoryStats`: argument, output, temporary and code sizes in bytes."""
-    return self._executable.loaded.get_compiled_memory_stats()
-
-  def __repr__(self) -> str:
-    return f"<compiled function {self._name}>"
 
 
 # ----------------------------------------------------------------------------- arguments

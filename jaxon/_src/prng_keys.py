@@ -59,8 +59,11 @@ threefry_prng_impl = PRNGImpl("threefry2x32", "fry", (2,), prng.threefry_seed,
 
 
 def resolve_impl(impl: Any) -> PRNGImpl:
-  """The PRNG `impl` names (None: the default, threefry2x32). JAX's others (rbg, philox)
-  are not implemented: a ValueError, as JAX raises for a name it does not know."""
+  """The PRNG `impl` names (None: the default, threefry2x32), or whose keys' dtype it is.
+  JAX's others (rbg, philox) are not implemented: a ValueError, as JAX raises for a name it
+  does not know."""
+  if isinstance(impl, KeyTy):
+    impl = impl.impl
   if impl is None or impl == threefry_prng_impl.name or impl is threefry_prng_impl:
     return threefry_prng_impl
   raise ValueError(f'unrecognized PRNG implementation "{impl}": `impl` must be None or '

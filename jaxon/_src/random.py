@@ -180,20 +180,31 @@ def _seed_key(name: str, seed: Any, impl: Any) -> KeyArray:
   return prng_keys.random_seed(seed, impl)
 
 
-def key(seed: Any, *, impl: Any = None) -> KeyArray:
+def _impl_or_dtype(name: str, impl: Any, dtype: Any) -> Any:
+  """JAX's newer `dtype=` (a key dtype, or a PRNG's name) stands for `impl`."""
+  if dtype is None:
+    return impl
+  if impl is not None:
+    raise ValueError(f"Cannot specify both `impl` and `dtype` arguments to "
+                     f"jax.random.{name}")
+  return dtype
+
+
+def key(seed: Any, *, impl: Any = None, dtype: Any = None) -> KeyArray:
   """A typed PRNG key (shape (), dtype key<fry>) from an integer seed.
 
   Args:
     seed: a Python or NumPy integer, or an integer scalar array (may be traced). Python ints
       go through int64 first, so with 64-bit types off a seed wraps to its low 32 bits.
     impl: None or "threefry2x32".
+    dtype: the keys' dtype (`key_dtype()`) or its PRNG's name, instead of `impl`.
 
   Example:
     >>> key(0)
     Array((), dtype=key<fry>) overlaying:
     [0 0]
   """
-  return _seed_key("key", seed, impl)
+  return _seed_key("key", seed, _impl_or_dtype("key", impl, dtype))
 
 
 def PRNGKey(seed: Any, *, impl: Any = None) -> KeyArray:  # noqa: N802 (JAX's name)
@@ -212,9 +223,11 @@ def key_data(keys: KeyArray) -> Array:
   return prng_keys.random_unwrap(_check_prng_key("key_data", keys, allow_batched=True)[0])
 
 
-def wrap_key_data(key_bits_array: Array, *, impl: Any = None) -> KeyArray:
-  """Typed keys from their uint32 data (shape (..., 2)): the inverse of `key_data`."""
-  impl = prng_keys.resolve_impl(impl)
+def wrap_key_data(key_bits_array: Array, *, impl: Any = None, dtype: Any = None
+                  ) -> KeyArray:
+  """Typed keys from their uint32 data (shape (..., 2)): the inverse of `key_data`, with
+  the keys' PRNG given by `impl` or by their `dtype` (`key_data(k)` and `k.dtype`)."""
+  impl = prng_keys.resolve_impl(_impl_or_dtype("wrap_key_data", impl, dtype))
   if _is_typed_key(key_bits_array):
     raise TypeError("wrap_key_data takes uint32 key data, but was given typed PRNG keys; "
                     "they are already wrapped (key_data unwraps them).")

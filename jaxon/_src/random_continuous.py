@@ -152,13 +152,17 @@ def _truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: tuple[int, .
 # ----------------------------------------------------------------------------- two-valued
 
 
-def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = None) -> Array:
+def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = None,
+              mode: str = "low") -> Array:
   """Booleans that are True with probability `p`.
 
   Args:
     key: a PRNG key.
     p: the probability (a float, or an array broadcast to `shape`).
     shape: the shape of the result; default `p`'s shape.
+    mode: "low" compares one uniform sample with `p`, which is wrong for `p` below the
+      sample's resolution (~1e-7 in float32); "high" adds a second sample scaled below
+      the first's last bit (twice the cost), as JAX's.
 
   Example:
     >>> bernoulli(PRNGKey(0), 0.3, (4,)).dtype
@@ -168,13 +172,19 @@ def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = Non
   dtype = dtypes.dtype(p, canonicalize=True)
   if not dtypes.issubdtype(dtype, np.floating):
     raise TypeError(f"bernoulli probability `p` must have a floating dtype, got {dtype}.")
+  if mode not in ("high", "low"):
+    raise ValueError(f"got mode={mode!r}, expected 'high' or 'low'")
   shape = None if shape is None else _shape("bernoulli", shape)
-  return _bernoulli(key, lax.convert_element_type(p, dtype), shape)
+  return _bernoulli(key, lax.convert_element_type(p, dtype), shape, mode)
 
 
-@_jit(2)
-def _bernoulli(key: KeyArray, p: Array, shape: tuple[int, ...] | None) -> Array:
-  return uniform(key, _result_shape("bernoulli", shape, p), dtypes.dtype(p)) < p
+@_jit(2, 3)
+def _bernoulli(key: KeyArray, p: Array, shape: tuple[int, ...] | None, mode: str) -> Array:
+  shape, dtype = _result_shape("bernoulli", shape, p), dtypes.dtype(p)
+  if mode == "low":
+    return uniform(key, shape, dtype) < p
+  coarse, fine = uniform(key, (2, *shape), dtype)
+  return fine * (2.0 ** -dtypes.finfo(dtype).nmant) < p - coarse
 
 
 def rademacher(key: KeyArray, shape: Shape = (), dtype: Any = int) -> Array:

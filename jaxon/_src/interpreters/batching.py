@@ -22,9 +22,11 @@ primitive_batchers: dict[core.Primitive, Callable] = {}
 
 
 class AxisData(NamedTuple):
-  """The mapped axis a `BatchTrace` stands for."""
+  """The mapped axis a `BatchTrace` stands for; `spmd_name`, the mesh axes (vmap's
+  `spmd_axis_name`) its batch dimension is to be split over in sharding constraints."""
   name: Hashable | None
   size: int
+  spmd_name: tuple[Hashable, ...] | None = None
 
 
 # Rules that need the mapped axis itself (primitives carrying a jaxpr, collectives):
@@ -60,12 +62,13 @@ class BatchTrace(core.Trace):
   tracers that the function closes over as mapped values, not constants."""
 
   def __init__(self, parent: core.Trace, axis_size: int, axis_name: Hashable | None,
-               tag: object | None = None):
+               tag: object | None = None, spmd_name: tuple[Hashable, ...] | None = None):
     super().__init__()
     self.parent = parent
     self.axis_size = axis_size
     self.axis_name = axis_name
     self.tag = object() if tag is None else tag
+    self.spmd_name = spmd_name
 
   def to_batch_info(self, x: Any) -> tuple[Any, int | None]:
     if isinstance(x, BatchTracer) and x._trace.tag is self.tag:
@@ -84,8 +87,8 @@ class BatchTrace(core.Trace):
       raise NotImplementedError(f"Batching rule for '{primitive.name}' not implemented")
     with core.set_current_trace(self.parent):
       if fancy_rule is not None:
-        out, out_dim = fancy_rule(AxisData(self.axis_name, self.axis_size), vals, dims,
-                                  **params)
+        out, out_dim = fancy_rule(AxisData(self.axis_name, self.axis_size, self.spmd_name),
+                                  vals, dims, **params)
       else:
         out, out_dim = rule(vals, dims, **params)
     if primitive.multiple_results:
@@ -101,7 +104,8 @@ class BatchTrace(core.Trace):
     axis 0 (so a custom function and its rules agree on where the batch axis is)."""
     @functools.wraps(fun)
     def batched(*vals: Any) -> list[Any]:
-      outs, out_dims = batch_flat(fun, vals, dims, self.axis_size, self.axis_name, self.tag)
+      outs, out_dims = batch_flat(fun, vals, dims, self.axis_size, self.axis_name, self.tag,
+                                  self.spmd_name)
       return [bdim_at_front(o, d, self.axis_size) for o, d in zip(outs, out_dims)]
     return batched
 
@@ -160,10 +164,11 @@ class BatchTrace(core.Trace):
 
 def batch_flat(fun: Callable[..., Sequence[Any]], args: Sequence[Any],
                in_dims: Sequence[int | None], axis_size: int, axis_name: Hashable | None,
-               tag: object | None = None) -> tuple[list[Any], list[int | None]]:
+               tag: object | None = None, spmd_name: tuple[Hashable, ...] | None = None
+               ) -> tuple[list[Any], list[int | None]]:
   """Runs `fun` (flat in, flat out) with `args` mapped along `in_dims`; returns the
   outputs and the dimension each is mapped along."""
-  trace = BatchTrace(core.current_trace(), axis_size, axis_name, tag)
+  trace = BatchTrace(core.current_trace(), axis_size, axis_name, tag, spmd_name)
   in_tracers = [BatchTracer(trace, x, d) if d is not not_mapped else x
                 for x, d in zip(args, in_dims)]
   frames = () if axis_name is None else ((axis_name, axis_size),)
@@ -193,7 +198,7 @@ def batch_jaxpr(jaxpr: ClosedJaxpr, axis_data: AxisData, in_dims: tuple[int | No
 
   def batched(*args: Any) -> list[Any]:
     outs, dims = batch_flat(core.jaxpr_as_fun(jaxpr), args, in_dims, axis_data.size,
-                            axis_data.name)
+                            axis_data.name, spmd_name=axis_data.spmd_name)
     if out_dims is not None:
       outs = [o if want is None else moveaxis(bdim_at_front(o, d, axis_data.size), 0, want)
               for o, d, want in zip(outs, dims, out_dims)]

@@ -93,6 +93,25 @@ def _resolve_kwargs(fun: Callable, args: tuple, kwargs: dict) -> tuple:
   return bound.args
 
 
+def _nondiff_positions(fun: Callable, argnums: Sequence[int], argnames: Sequence[str]
+                       ) -> tuple[int, ...]:
+  """`nondiff_argnums` and the positions of the parameters `nondiff_argnames` names, sorted
+  (the rules receive the non-differentiable arguments in positional order)."""
+  positions = set(argnums)
+  names = (argnames,) if isinstance(argnames, str) else tuple(argnames)
+  if names:
+    params = list(inspect.signature(fun).parameters.values())
+    for name in names:
+      found = [i for i, p in enumerate(params) if p.name == name
+               and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+      if not found:
+        raise ValueError(f"nondiff_argnames names {name!r}, which is not a parameter of "
+                         f"{_name(fun)} that can be passed by position: its parameters are "
+                         f"{[p.name for p in params]}.")
+      positions.add(found[0])
+  return tuple(sorted(positions))
+
+
 def _split_nondiff(args: tuple, nondiff_argnums: tuple[int, ...]) -> tuple[list, list]:
   nondiff = [args[i] for i in nondiff_argnums]
   diff = [a for i, a in enumerate(args) if i not in nondiff_argnums]
@@ -127,10 +146,11 @@ class custom_jvp:  # noqa: N801 (JAX's name)
     ...   return f(x), jnp.cos(x) * t
   """
 
-  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+               nondiff_argnames: Sequence[str] = ()):
     functools.update_wrapper(self, fun)
     self.fun = fun
-    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
     self.jvp: Callable | None = None
     self.symbolic_zeros = False
 
@@ -329,10 +349,11 @@ class custom_vjp:  # noqa: N801 (JAX's name)
     >>> f.defvjp(lambda x: (f(x), jnp.cos(x)), lambda cos_x, g: (cos_x * g,))
   """
 
-  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+  def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = (),
+               nondiff_argnames: Sequence[str] = ()):
     functools.update_wrapper(self, fun)
     self.fun = fun
-    self.nondiff_argnums = tuple(nondiff_argnums)
+    self.nondiff_argnums = _nondiff_positions(fun, nondiff_argnums, nondiff_argnames)
     self.fwd: Callable | None = None
     self.bwd: Callable | None = None
     self.symbolic_zeros = False

@@ -85,11 +85,14 @@ def _transpose(ct: Any, x: Any, **params: Any) -> list[Any]:
   return [sharding_constraint_p.bind(ct, **params)]
 
 
-def _batch(vals: Any, dims: Any, *, sharding: NamedSharding, **params: Any) -> tuple:
-  """The batch dimension, not split, goes into the spec where it sits in the operand."""
+def _batch(axis_data: batching.AxisData, vals: Any, dims: Any, *, sharding: NamedSharding,
+           **params: Any) -> tuple:
+  """The batch dimension goes into the spec where it sits in the operand: split over the
+  vmap's `spmd_axis_name` mesh axes, else not split."""
   (x,), (d,) = vals, dims
   spec = list(sharding.spec) + [None] * (x.ndim - 1 - len(sharding.spec))
-  spec.insert(d, None)
+  spmd = axis_data.spmd_name
+  spec.insert(d, spmd[0] if spmd is not None and len(spmd) == 1 else spmd)
   out = sharding_constraint_p.bind(x, sharding=sharding.with_spec(PartitionSpec(*spec)),
                                    **params)
   return out, d
@@ -103,5 +106,5 @@ def _lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *, sharding: NamedShar
 sharding_constraint_p.def_impl(_impl)
 sharding_constraint_p.def_abstract_eval(lambda aval, **_: aval)
 ad.deflinear(sharding_constraint_p, _transpose)
-batching.primitive_batchers[sharding_constraint_p] = _batch
+batching.fancy_primitive_batchers[sharding_constraint_p] = _batch
 mlir.register_lowering(sharding_constraint_p, _lowering)

@@ -330,16 +330,23 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
 
 @memoize_eager_operations
 def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
-                epsilon: Any = 1e-5, where: Any = None) -> Any:
-  """(x - mean) / sqrt(variance + epsilon) over `axis`; the mean and the variance
-  (E[x^2] - E[x]^2, as JAX computes it) come from `x` unless given."""
+                epsilon: Any = 1e-5, where: Any = None, *, algorithm: str = "fast") -> Any:
+  """(x - mean) / sqrt(variance + epsilon) over `axis`; the mean and the variance come
+  from `x` unless given. `algorithm` "fast" (JAX's default) takes the variance as
+  E[x^2] - E[x]^2, clipped at 0 where rounding makes it negative; "stable" as
+  E[(x - E[x])^2], which does not cancel."""
+  if algorithm not in ("fast", "stable"):
+    raise ValueError(f"Unknown algorithm '{algorithm}'. Expected 'fast' or 'stable'.")
   x = _inexact("standardize", x)
   axes = reductions._canonical_axes("standardize", axis, x.ndim)
   if mean is None:
     mean = reductions.mean(x, axes, keepdims=True, where=where)
-  if variance is None:
+  if variance is None and algorithm == "stable":
+    variance = reductions.mean(ufuncs.square(ufuncs.subtract(x, mean)), axes, keepdims=True,
+                               where=where)
+  elif variance is None:
     mean_square = reductions.mean(ufuncs.square(x), axes, keepdims=True, where=where)
-    variance = ufuncs.subtract(mean_square, ufuncs.square(mean))
+    variance = ufuncs.maximum(ufuncs.subtract(mean_square, ufuncs.square(mean)), 0)
   return ufuncs.multiply(ufuncs.subtract(x, mean),
                          lax.rsqrt(ufuncs.add(variance, np.array(epsilon, x.dtype))))
 
@@ -350,7 +357,8 @@ def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None,
                           mask: Any = None, *, scale: Any = None, is_causal: bool = False,
                           query_seq_lengths: Any = None, key_value_seq_lengths: Any = None,
                           local_window_size: int | tuple[int, int] | None = None,
-                          implementation: str | None = None) -> Any:
+                          implementation: str | None = None, return_residual: bool = False
+                          ) -> Any:
   """Scaled dot-product attention, softmax(scale * query key^T + bias) value, as JAX's.
 
   Shapes use B (batch), T (query length), S (key length), N (query heads), K (key/value
@@ -371,9 +379,13 @@ def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None,
     local_window_size: (left, right) (or one int for both): query t attends only to keys
       in [t - left, t + right].
     implementation: None or "xla" (the same here); "cudnn" is not available in jaxon.
+    return_residual: also return the log-sum-exp of each query's (masked) logits, shaped
+      (B, T, N) (without B if `query` has none) in `key`'s dtype, with no gradient: what a
+      flash-attention backward pass needs (FlashAttention-2, section 3.1.1).
 
   Returns:
-    The attended values, of `query`'s shape and dtype.
+    The attended values, of `query`'s shape and dtype; with `return_residual`, the pair
+    (values, residual).
 
   Masked-out logits become -0.7 times the dtype's largest value (JAX's choice: large
   enough to vanish in the softmax, far enough from the limit that adding to it cannot
@@ -414,7 +426,12 @@ def dot_product_attention(query: Any, key: Any, value: Any, bias: Any = None,
   if lengths[0] is not None and lengths[1] is not None:
     valid_query = _positions_below(lengths[0], out.shape[1], 1, out.ndim, 0)
     out = lax.mul(out, lax.convert_element_type(valid_query, out.dtype))
-  return shape.reshape(out, output_shape)
+  out = shape.reshape(out, output_shape)
+  if not return_residual:
+    return out
+  residual = shape.transpose(logsumexp(logits, axis=-1), (1, 3, 2, 0))  # (B, T, K, G)
+  residual = lax.convert_element_type(residual, key.dtype)
+  return out, stop_gradient(shape.reshape(residual, output_shape[:-1]))
 
 
 def _attention_operand(name: str, x: Any) -> Any:

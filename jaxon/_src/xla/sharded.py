@@ -230,8 +230,9 @@ class SpmdExecutable:
   where one is None as XLA chose, read back as a user sharding by `from_hlo`.
   """
 
-  __slots__ = ("name", "loaded", "in_avals", "out_avals", "in_runtime", "out_shardings",
-               "_handlers", "_const_bufs", "_float0_outputs", "_donated", "_spans_devices")
+  __slots__ = ("name", "loaded", "in_avals", "out_avals", "in_shardings", "in_runtime",
+               "out_shardings", "_handlers", "_const_bufs", "_float0_outputs", "_donated",
+               "_spans_devices")
 
   def __init__(self, jaxpr: Jaxpr, consts: Sequence[Any], name: str, placement: Placement,
                in_shardings: Sequence[Any], out_shardings: Sequence[Any | None],
@@ -267,6 +268,7 @@ class SpmdExecutable:
     self._spans_devices = n > 1
     self.in_avals = in_avals
     self.out_avals = [intern_aval(a) for a in out_avals]
+    self.in_shardings = list(in_shardings)
     self.in_runtime = [runtime_sharding(s, len(a.shape)) for s, a in zip(in_shardings, in_avals)]
     protos = self.loaded.get_output_shardings()  # None for a program on one device
     chosen = ([HloSharding.from_proto(p) for p in protos] if protos is not None

@@ -11,7 +11,7 @@ jaxpr it transposes.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from jaxlib.mlir import ir
@@ -31,18 +31,30 @@ Policy = Callable[..., bool]
 
 # ----------------------------------------------------------------------------- API
 
+_NOT_GIVEN = object()  # `concrete` is refused when passed at all, as JAX refuses it
+
 
 @traceback_util.api_boundary
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Policy | None = None,
-               static_argnums: int | tuple[int, ...] = ()) -> Callable:
+               static_argnums: int | tuple[int, ...] = (),
+               static_argnames: str | Iterable[str] = (), concrete: Any = _NOT_GIVEN
+               ) -> Callable:
   """`fun`, but reverse-mode differentiation recomputes its intermediate values from its
   inputs instead of storing them (trading compute for memory). `policy(prim, *avals,
   **params) -> bool` names the intermediates that may be saved (`checkpoint_policies`).
+  Arguments at `static_argnums`, and keyword arguments named in `static_argnames`, are
+  Python values the function branches on: they are not traced.
 
   Example:
     >>> grad(checkpoint(lambda x: jnp.sin(jnp.sin(x))))(1.)   # saves only x
   """
+  if concrete is not _NOT_GIVEN:
+    raise NotImplementedError("The `concrete` option of jax.checkpoint was removed (as in "
+                              "JAX): mark the arguments the function branches on with "
+                              "`static_argnums` or `static_argnames` instead.")
   static = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+  static_names = (static_argnames,) if isinstance(static_argnames, str) else tuple(
+      static_argnames)
 
   @traceback_util.inline_api_boundary
   @functools.wraps(fun)
@@ -50,13 +62,15 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy: Policy | None
     try:
       statics = {i: args[i] for i in static}
       dynamic = [a for i, a in enumerate(args) if i not in statics]
+      static_kwargs = {k: v for k, v in kwargs.items() if k in static_names}
+      kwargs = {k: v for k, v in kwargs.items() if k not in static_names}
       leaves, in_tree = tree_util.tree_flatten((tuple(dynamic), kwargs))
 
       def with_statics(dyn_args: tuple, kw: dict) -> Any:
         full = list(dyn_args)
         for i in sorted(statics):
           full.insert(i, statics[i])
-        return fun(*full, **kw)
+        return fun(*full, **kw, **static_kwargs)
       jaxpr, consts, out_tree = common.trace_to_jaxpr(
           with_statics, in_tree, [common.abstractify(x) for x in leaves])
       outs = remat_p.bind(*consts, *leaves, jaxpr=jaxpr.jaxpr, prevent_cse=prevent_cse,
