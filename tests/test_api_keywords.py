@@ -137,3 +137,24 @@ def test_aot_stages_describe_their_signature():
   assert lowered.cost_analysis()["flops"] == compiled.cost_analysis()["flops"] > 0
   assert compiled.runtime_executable() is not None
   np.testing.assert_array_equal(compiled.call(x, jnp.ones((4, 4)))[1], 16.0)
+
+
+def test_mesh_partition_spec_and_named_sharding_attributes():
+  devices = np.array(jaxon.devices()[:2]).reshape(2, 1)
+  types = (jaxon.sharding.AxisType.Explicit, jaxon.sharding.AxisType.Auto)
+  mesh = jaxon.sharding.Mesh(devices, ("x", "y"), types)
+  assert (mesh.explicit_axes, mesh.auto_axes, mesh.manual_axes) == (("x",), ("y",), ())
+  assert not mesh.are_all_axes_auto and mesh.local_mesh is mesh
+  assert mesh.update(axis_types=(jaxon.sharding.AxisType.Auto,) * 2).are_all_axes_auto
+  spec = PartitionSpec("x", None)
+  assert (spec.count(None), spec.index("x"), spec.unreduced) == (1, 0, frozenset())
+  assert spec.update(partitions=("y",)) == PartitionSpec("y")
+  with pytest.raises(NotImplementedError, match="unreduced"):
+    PartitionSpec("x", unreduced={"y"})
+  sharding = NamedSharding(mesh, spec)
+  assert sharding.has_addressable_devices
+  assert sharding.update(spec=PartitionSpec()) == NamedSharding(mesh, PartitionSpec())
+  assert sharding.with_memory_kind("device") == sharding
+  sharding.check_compatible_aval((4, 4))
+  with pytest.raises(ValueError, match="rank of at least 2"):
+    sharding.check_compatible_aval((4,))

@@ -78,6 +78,34 @@ class Mesh:
   def shape(self) -> collections.OrderedDict[str, int]:
     return collections.OrderedDict(self.shape_tuple)
 
+  def _axes_of_type(self, axis_type: AxisType) -> tuple[str, ...]:
+    return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t == axis_type)
+
+  auto_axes = property(lambda self: self._axes_of_type(AxisType.Auto))
+  explicit_axes = property(lambda self: self._axes_of_type(AxisType.Explicit))
+  manual_axes = property(lambda self: self._axes_of_type(AxisType.Manual))
+  are_all_axes_auto = property(lambda self: len(self.auto_axes) == len(self.axis_names))
+  are_all_axes_explicit = property(
+      lambda self: len(self.explicit_axes) == len(self.axis_names))
+  are_all_axes_manual = property(lambda self: len(self.manual_axes) == len(self.axis_names))
+
+  @property
+  def local_mesh(self) -> Mesh:
+    """The part of the mesh on this process's devices (the whole mesh in one process)."""
+    if not self.is_multi_process:
+      return self
+    mine = np.vectorize(lambda d: d.process_index == client.process_index())(self.devices)
+    keep = tuple(np.flatnonzero(mine.any(axis=tuple(j for j in range(mine.ndim) if j != i)))
+                 for i in range(mine.ndim))
+    return Mesh(self.devices[np.ix_(*keep)], self.axis_names, self.axis_types)
+
+  def update(self, *, devices: Any = None, axis_names: Sequence[str] | None = None,
+             axis_types: Sequence[AxisType] | None = None) -> Mesh:
+    """A copy with the given parts replaced."""
+    return Mesh(self.devices if devices is None else devices,
+                self.axis_names if axis_names is None else axis_names,
+                self.axis_types if axis_types is None else axis_types)
+
   def __eq__(self, other: object) -> bool:
     return isinstance(other, Mesh) and self._key == other._key
 

@@ -40,7 +40,10 @@ class PartitionSpec:
 
   __slots__ = ("_partitions",)
 
-  def __init__(self, *partitions: Any):
+  def __init__(self, *partitions: Any, unreduced: Any = frozenset(), reduced: Any = frozenset()):
+    if unreduced or reduced:
+      raise NotImplementedError("PartitionSpec's unreduced and reduced axes (JAX's types of "
+                                "values held as partial sums) are not implemented in jaxon.")
     for p in partitions:
       if not (p is None or isinstance(p, str) or
               (isinstance(p, tuple) and all(isinstance(a, str) for a in p))):
@@ -65,6 +68,19 @@ class PartitionSpec:
 
   def __repr__(self) -> str:
     return f"P{self._partitions!r}"
+
+  unreduced = reduced = property(lambda self: frozenset())  # always empty: see __init__
+
+  def count(self, value: Any) -> int:
+    return self._partitions.count(value)
+
+  def index(self, value: Any) -> int:
+    return self._partitions.index(value)
+
+  def update(self, *, partitions: Sequence[Any] | None = None, **kwargs: Any
+             ) -> PartitionSpec:
+    """A copy with the given parts replaced."""
+    return PartitionSpec(*(self._partitions if partitions is None else partitions), **kwargs)
 
   def axes_of(self, dim: int) -> tuple[str, ...]:
     """The mesh axes dimension `dim` is split over, major first."""
@@ -214,6 +230,24 @@ class NamedSharding(_ShardingBase):
 
   def with_spec(self, spec: PartitionSpec) -> NamedSharding:
     return NamedSharding(self.mesh, spec)
+
+  def with_memory_kind(self, kind: str) -> NamedSharding:
+    return NamedSharding(self.mesh, self.spec, memory_kind=kind)
+
+  def update(self, *, mesh: Mesh | None = None, spec: PartitionSpec | None = None,
+             memory_kind: str | None = None) -> NamedSharding:
+    """A copy with the given parts replaced."""
+    return NamedSharding(self.mesh if mesh is None else mesh,
+                         self.spec if spec is None else spec, memory_kind=memory_kind)
+
+  @property
+  def has_addressable_devices(self) -> bool:
+    return any(d.process_index == client.process_index() for d in self.device_set)
+
+  def check_compatible_aval(self, aval_shape: Sequence[int]) -> None:
+    """Raises ValueError when arrays of shape `aval_shape` cannot be laid out so (the
+    spec names more dimensions than they have)."""
+    self._dim_axes(len(aval_shape))
 
   def __eq__(self, other: object) -> bool:
     return (isinstance(other, NamedSharding) and self.mesh == other.mesh
