@@ -158,3 +158,25 @@ def test_mesh_partition_spec_and_named_sharding_attributes():
   sharding.check_compatible_aval((4, 4))
   with pytest.raises(ValueError, match="rank of at least 2"):
     sharding.check_compatible_aval((4,))
+
+
+def test_random_out_sharding():
+  """An Explicit mesh axis lays the sample out (eagerly and under jit, whose program then
+  takes a key argument: its words are one unsplit trailing dimension); an Auto axis is
+  refused, as JAX refuses it."""
+  explicit = jaxon.sharding.Mesh(np.array(jaxon.devices()[:2]), ("x",),
+                                 (jaxon.sharding.AxisType.Explicit,))
+  sharding = NamedSharding(explicit, PartitionSpec("x"))
+  key = jaxon.random.key(1)
+  want = jaxon.random.uniform(key, (4,))
+  for sample in (jaxon.random.uniform(key, (4,), out_sharding=sharding),
+                 jaxon.jit(lambda k: jaxon.random.uniform(k, (4,), out_sharding=sharding))(key)):
+    assert sample.sharding == sharding
+    np.testing.assert_array_equal(sample, want)
+  keys = jaxon.jit(lambda k: k, in_shardings=sharding, out_shardings=sharding)(
+      jaxon.random.split(key, 4))
+  assert keys.sharding == sharding and keys.dtype == key.dtype
+  auto = jaxon.sharding.Mesh(np.array(jaxon.devices()[:2]), ("x",),
+                             (jaxon.sharding.AxisType.Auto,))
+  with pytest.raises(ValueError, match="cannot contain axis names that are of type Auto"):
+    jaxon.random.normal(key, (4,), out_sharding=NamedSharding(auto, PartitionSpec("x")))

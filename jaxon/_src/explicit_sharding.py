@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -191,6 +192,35 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
   if is_leaf(out_shardings) or isinstance(out_shardings, NamedSharding):
     return move(out_shardings, xs)
   return tree_util.tree_map(move, out_shardings, xs, is_leaf=is_leaf)
+
+
+def apply_out_sharding(x: Any, out_sharding: Any, api: str) -> Any:
+  """`x` laid out as JAX's `out_sharding=` keyword asks (None: left as it is). JAX takes
+  it over `Explicit` mesh axes only, where it is the result's type; jaxon's types carry no
+  sharding, so here it is the layout request `reshard` makes."""
+  if out_sharding is None:
+    return x
+  named = _named(out_sharding, api)
+  for axis in dict.fromkeys(a for d in range(len(named.spec)) for a in named.spec.axes_of(d)):
+    axis_type = named.mesh.axis_types[named.mesh.axis_names.index(axis)]
+    if axis_type != AxisType.Explicit:
+      raise ValueError(f"PartitionSpec passed to {api} cannot contain axis names that are of "
+                       f"type Auto or Manual. Got PartitionSpec: {named.spec} with axis name: "
+                       f"{axis} of type: {axis_type}.")
+  return reshard(x, named)
+
+
+def takes_out_sharding(fun: Callable) -> Callable:
+  """`fun` with JAX's keyword-only `out_sharding` (see `apply_out_sharding`)."""
+  @functools.wraps(fun)
+  def with_out_sharding(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+    return apply_out_sharding(fun(*args, **kwargs), out_sharding, fun.__name__)
+  params = list(inspect.signature(fun).parameters.values())
+  at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+  params.insert(at, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
+                                      default=None))
+  with_out_sharding.__signature__ = inspect.signature(fun).replace(parameters=params)
+  return with_out_sharding
 
 
 def _with_axis_types(axes: str | Sequence[str] | None, axis_type: AxisType, api: str

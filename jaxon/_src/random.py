@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxon._src.explicit_sharding import takes_out_sharding
 from jaxon._src import api, core, dtypes, prng_keys
 from jaxon._src.lax import lax, shape_ops, slicing
 from jaxon._src.lax import utils as lax_utils
@@ -295,6 +296,7 @@ def fold_in(key: KeyArray, data: Any) -> KeyArray:
   return _return_keys(wrapped, prng_keys.random_fold_in(typed, data))
 
 
+@takes_out_sharding
 def bits(key: KeyArray, shape: Shape = (), dtype: Any = None) -> Array:
   """Uniformly random unsigned integers (all bits random).
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxon._src.explicit_sharding import takes_out_sharding
 from jaxon._src import core, dtypes
 from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax, shape_ops
@@ -44,6 +45,7 @@ from jaxon._src.random import (
 # ----------------------------------------------------------------------------- uniform, normal
 
 
+@takes_out_sharding
 def uniform(key: KeyArray, shape: Shape = (), dtype: Any = float, minval: Any = 0.,
             maxval: Any = 1.) -> Array:
   """Uniform floats in [minval, maxval).
@@ -86,6 +88,7 @@ def _uniform(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype, minval: Any
   return lax.max(minval, shape_ops.reshape(scaled, shape))
 
 
+@takes_out_sharding
 def normal(key: KeyArray, shape: Shape = (), dtype: Any = float) -> Array:
   """Standard normal samples (complex dtypes: real and imaginary parts of variance 1/2).
 
@@ -116,6 +119,7 @@ def _normal_real(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Arra
   return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
 
 
+@takes_out_sharding
 def truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: Shape | None = None,
                      dtype: Any = float) -> Array:
   """Standard normal samples conditioned on (lower, upper).
@@ -152,6 +156,7 @@ def _truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: tuple[int, .
 # ----------------------------------------------------------------------------- two-valued
 
 
+@takes_out_sharding
 def bernoulli(key: KeyArray, p: Any = np.float32(0.5), shape: Shape | None = None,
               mode: str = "low") -> Array:
   """Booleans that are True with probability `p`.
@@ -187,6 +192,7 @@ def _bernoulli(key: KeyArray, p: Array, shape: tuple[int, ...] | None, mode: str
   return fine * (2.0 ** -dtypes.finfo(dtype).nmant) < p - coarse
 
 
+@takes_out_sharding
 def rademacher(key: KeyArray, shape: Shape = (), dtype: Any = int) -> Array:
   """-1 or +1 with equal probability.
 
@@ -219,7 +225,7 @@ def _float_sampler(name: str, fun: Callable, doc: str) -> Callable:
     return jitted(key, _shape(name, shape), dtype)
   sampler.__name__ = sampler.__qualname__ = name
   sampler.__doc__ = doc
-  return sampler
+  return takes_out_sharding(sampler)
 
 
 def _tiny(dtype: np.dtype) -> Any:
@@ -295,6 +301,7 @@ maxwell = _float_sampler("maxwell", _maxwell, """\
   """)
 
 
+@takes_out_sharding
 def gumbel(key: KeyArray, shape: Shape = (), dtype: Any = float, mode: str | None = None
            ) -> Array:
   """Standard Gumbel samples: -log(-log(u)).
@@ -401,6 +408,7 @@ def _double_sided_maxwell(key: KeyArray, loc: Any, scale: Any, shape: tuple[int,
 # ----------------------------------------------------------------------------- transforms
 
 
+@takes_out_sharding
 def lognormal(key: KeyArray, sigma: Any = np.float32(1), shape: Shape | None = None,
               dtype: Any = float) -> Array:
   """Log-normal samples: exp(sigma z), z standard normal.
@@ -426,6 +434,7 @@ def _lognormal(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, si
   return lax.exp(ufuncs.multiply(normal(key, shape, dtype), sigma))
 
 
+@takes_out_sharding
 def pareto(key: KeyArray, b: Any, shape: Shape | None = None, dtype: Any = float) -> Array:
   """Pareto samples of shape `b` and scale 1 (P(X > x) = x^-b for x >= 1): exp(e / b), e
   standard exponential.
@@ -450,6 +459,7 @@ def _pareto(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, b: An
   return lax.exp(ufuncs.divide(exponential(key, shape, dtype), b))
 
 
+@takes_out_sharding
 def rayleigh(key: KeyArray, scale: Any, shape: Shape | None = None, dtype: Any = float
              ) -> Array:
   """Rayleigh samples: scale sqrt(-2 log u), u uniform in [0, 1).
@@ -476,6 +486,7 @@ def _rayleigh(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, sca
   return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.array(-2, dtype))))
 
 
+@takes_out_sharding
 def triangular(key: KeyArray, left: Any, mode: Any, right: Any, shape: Shape | None = None,
                dtype: Any = float) -> Array:
   """Triangular samples on [left, right] peaking at `mode`, by the inverse CDF.
@@ -508,6 +519,7 @@ def _triangular(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, l
   return lax.select(u < (mode - left) / width, rising, falling)
 
 
+@takes_out_sharding
 def wald(key: KeyArray, mean: Any, shape: Shape | None = None, dtype: Any = float) -> Array:
   """Wald (inverse Gaussian) samples of mean `mean` and shape 1, by Michael, Schucany and
   Haas's transformation with one normal and one uniform draw.
@@ -571,6 +583,7 @@ def _weibull_min(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype, scale: 
   return ufuncs.power(exponential_draw, ufuncs.divide(1.0, concentration)) * scale
 
 
+@takes_out_sharding
 def multivariate_normal(key: KeyArray, mean: Any, cov: Any, shape: Shape | None = None,
                         dtype: Any = None, method: str = "cholesky") -> Array:
   """Multivariate normal samples: mean + factor @ z with factor factor^T = cov.
@@ -626,6 +639,7 @@ def _multivariate_normal(key: KeyArray, mean: Array, cov: Array, shape: tuple[in
   return mean + einsum("...ij,...j->...i", factor, samples)
 
 
+@takes_out_sharding
 def orthogonal(key: KeyArray, n: int, shape: Shape = (), dtype: Any = float,
                m: int | None = None) -> Array:
   """Random matrices with orthonormal columns (or rows), Haar-distributed.

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxon._src.explicit_sharding import takes_out_sharding
 from jaxon._src import core, dtypes
 from jaxon._src.lax import lax, shape_ops, slicing, sorting
 from jaxon._src.numpy import creation, lax_numpy, reductions, searching, ufuncs
@@ -37,6 +38,7 @@ from jaxon._src.random import (
 )
 from jaxon._src.random_continuous import gumbel, uniform
 
+@takes_out_sharding
 def geometric(key: KeyArray, p: Any, shape: Shape | None = None, dtype: Any = int) -> Array:
   """The number of Bernoulli(p) trials up to and including the first success (1, 2, ...).
 
@@ -65,6 +67,7 @@ def _geometric(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, p:
   return lax.convert_element_type(trials, dtype)
 
 
+@takes_out_sharding
 def randint(key: KeyArray, shape: Shape, minval: Any, maxval: Any, dtype: Any = int) -> Array:
   """Uniform integers in [minval, maxval).
 
@@ -206,6 +209,7 @@ def _canonicalize_axis(axis: int, ndim: int) -> int:
   return axis % ndim
 
 
+@takes_out_sharding
 def permutation(key: KeyArray, x: Any, axis: int = 0, independent: bool = False) -> Array:
   """A random permutation of arange(x) for an int `x`, else of `x` along `axis`.
 
@@ -258,6 +262,7 @@ def _shuffle(key: KeyArray, x: Array, axis: int) -> Array:
   return x
 
 
+@takes_out_sharding
 def categorical(key: KeyArray, logits: Any, axis: int = -1, shape: Shape | None = None,
                 replace: bool = True, mode: str | None = None) -> Array:
   """Category indices drawn with probabilities softmax(logits) along `axis`.

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from jaxon._src.explicit_sharding import takes_out_sharding
 from jaxon._src import api, core, dtypes, prng_keys
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, reductions, shape_ops
@@ -187,6 +188,7 @@ batching.primitive_batchers[random_gamma_p] = _random_gamma_batch
 # ----------------------------------------------------------------------------- gamma family
 
 
+@takes_out_sharding
 def gamma(key: KeyArray, a: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
   """Gamma(a, 1) samples (density x^(a-1) e^-x / Gamma(a)); divide by a rate or multiply
   by a scale for other Gamma distributions.
@@ -208,6 +210,7 @@ def gamma(key: KeyArray, a: Any, shape: Shape | None = None, dtype: Any = None) 
   return _gamma(key, a, shape, dtype, False)
 
 
+@takes_out_sharding
 def loggamma(key: KeyArray, a: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
   """log of Gamma(a, 1) samples, computed in log space: exp(loggamma(...)) equals
   gamma(...) with the same key, but stays accurate for small `a`, whose samples often
@@ -231,6 +234,7 @@ def _gamma(key: KeyArray, a: Any, shape: tuple[int, ...] | None, dtype: np.dtype
   return random_gamma_p.bind(key, a, log_space=log_space)
 
 
+@takes_out_sharding
 def beta(key: KeyArray, a: Any, b: Any, shape: Shape | None = None, dtype: Any = None
          ) -> Array:
   """Beta(a, b) samples: G_a / (G_a + G_b) for independent Gamma samples, formed from
@@ -258,6 +262,7 @@ def _beta(key: KeyArray, a: Any, b: Any, shape: tuple[int, ...] | None, dtype: n
   return gamma_a_scaled / (gamma_a_scaled + gamma_b_scaled)
 
 
+@takes_out_sharding
 def dirichlet(key: KeyArray, alpha: Any, shape: Shape | None = None, dtype: Any = None
               ) -> Array:
   """Dirichlet(alpha) samples (points of the simplex): normalized Gamma(alpha_i) samples,
@@ -292,6 +297,7 @@ def _dirichlet(key: KeyArray, alpha: Any, shape: tuple[int, ...] | None, dtype: 
   return softmax(loggamma(key, alpha, shape + np.shape(alpha)[-1:], dtype), -1)
 
 
+@takes_out_sharding
 def t(key: KeyArray, df: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
   """Student's t samples with `df` degrees of freedom: z sqrt((df/2) / G), z standard
   normal and G Gamma(df/2).
@@ -315,6 +321,7 @@ def _t(key: KeyArray, df: Any, shape: tuple[int, ...] | None, dtype: np.dtype) -
   return n * ufuncs.sqrt(half_df / g)
 
 
+@takes_out_sharding
 def chisquare(key: KeyArray, df: Any, shape: Shape | None = None, dtype: Any = None
               ) -> Array:
   """Chi-square samples with `df` degrees of freedom: twice Gamma(df/2), drawn in log
@@ -335,6 +342,7 @@ def _chisquare(key: KeyArray, df: Any, shape: tuple[int, ...], dtype: np.dtype) 
   return lax.mul(ufuncs.exp(loggamma(key, half_df, shape, dtype)), two)
 
 
+@takes_out_sharding
 def f(key: KeyArray, dfnum: Any, dfden: Any, shape: Shape | None = None, dtype: Any = None
       ) -> Array:
   """F-distribution samples: (X1 / dfnum) / (X2 / dfden) for chi-square samples X1, X2.
@@ -359,6 +367,7 @@ def _f(key: KeyArray, dfnum: Any, dfden: Any, shape: tuple[int, ...], dtype: np.
   return lax.div(lax.div(chi2_dfn, dfnum), lax.div(chi2_dfd, dfden))
 
 
+@takes_out_sharding
 def generalized_normal(key: KeyArray, p: Any, shape: Shape = (), dtype: Any = None) -> Array:
   """Samples of density proportional to exp(-|x|^p): a random sign times G^(1/p), G
   Gamma(1/p).
@@ -381,6 +390,7 @@ def _generalized_normal(key: KeyArray, p: Any, shape: tuple[int, ...], dtype: np
   return rademacher(sign_key, shape, dtype) * g ** (1 / p)
 
 
+@takes_out_sharding
 def ball(key: KeyArray, d: int, p: Any = 2, shape: Shape = (), dtype: Any = None) -> Array:
   """Points uniform in the unit Lp ball of dimension `d` (Barthe, Guedon, Mendelson and
   Naor, 2005): generalized normal coordinates divided by (sum |g|^p + e)^(1/p), e
@@ -411,6 +421,7 @@ def _ball(key: KeyArray, p: Any, d: int, shape: tuple[int, ...], dtype: np.dtype
 # ----------------------------------------------------------------------------- poisson
 
 
+@takes_out_sharding
 def poisson(key: KeyArray, lam: Any, shape: Shape | None = None, dtype: Any = None) -> Array:
   """Poisson(lam) counts: Knuth's product of uniforms for lam < 10, Hormann's transformed
   rejection (PTRS) above, as TensorFlow and NumPy do. lam is computed in float32.
