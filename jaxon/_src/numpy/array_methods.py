@@ -70,6 +70,28 @@ def _argpartition(self: Any, kth: int | Sequence[int], axis: int = -1,
   return sorting.argpartition(self, kth, axis)
 
 
+# JAX's var, std and argsort methods lack jnp's newer `mean` and `dtype` keywords.
+
+def _var(self: Any, axis: reductions.Axis = None, dtype: Any = None, out: None = None,
+         ddof: int = 0, keepdims: bool = False, *, where: Any = None,
+         correction: int | float | None = None) -> Any:
+  return reductions.var(self, axis, dtype, out, ddof, keepdims, where=where,
+                        correction=correction)
+
+
+def _std(self: Any, axis: reductions.Axis = None, dtype: Any = None, out: None = None,
+         ddof: int = 0, keepdims: bool = False, *, where: Any = None,
+         correction: int | float | None = None) -> Any:
+  return reductions.std(self, axis, dtype, out, ddof, keepdims, where=where,
+                        correction=correction)
+
+
+def _argsort(self: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
+             stable: bool = True, descending: bool = False) -> Any:
+  return sorting.argsort(self, axis, kind=kind, order=order, stable=stable,
+                         descending=descending)
+
+
 def _iter_rows(self: Array) -> Any:
   """A concrete array's rows, as JAX gives them: one `unstack` per 100 rows, not one
   indexing operation per row (`key, sub = random.split(key)` unpacks this way). An array
@@ -237,7 +259,7 @@ _METHODS: dict[str, Any] = {
     "conjugate": ufuncs.conjugate, "round": ufuncs.round, "clip": ufuncs.clip,
     # reductions
     "sum": reductions.sum, "prod": reductions.prod, "max": reductions.max, "min": reductions.min,
-    "mean": reductions.mean, "var": reductions.var, "std": reductions.std, "all": reductions.all,
+    "mean": reductions.mean, "var": _var, "std": _std, "all": reductions.all,
     "any": reductions.any, "argmax": reductions.argmax, "argmin": reductions.argmin,
     "ptp": reductions.ptp, "cumsum": reductions.cumsum, "cumprod": reductions.cumprod,
     # shape methods: reshape, transpose, T, squeeze, …
@@ -254,7 +276,7 @@ _METHODS: dict[str, Any] = {
     "take": searching.take, "compress": _compress, "choose": searching.choose,
     "nonzero": searching.nonzero, "searchsorted": searching.searchsorted,
     # dot, sort, argsort, argpartition
-    "dot": linear.dot, "sort": sorting.sort, "argsort": sorting.argsort,
+    "dot": linear.dot, "sort": sorting.sort, "argsort": _argsort,
     "argpartition": _argpartition,
     # copies, devices, host data, sizes
     "copy": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy, "to_device": _to_device,

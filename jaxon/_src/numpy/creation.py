@@ -41,15 +41,21 @@ def _float_dtype(dtype: Any) -> np.dtype:
 
 # ----------------------------------------------------------------------------- ranges
 
-def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> Any:
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
+           device: Any = None) -> Any:
   """Evenly spaced values in `[start, stop)` with spacing `step` (`arange(n)` is
   `0, 1, …, n - 1`).
 
   The bounds decide the length, so they must be concrete. The dtype is by default the
   arguments' promoted one (int32 for Python ints, float32 for floats, without x64).
+  `device` (a Device or a Sharding) is where the result is committed.
 
   Example: `jnp.arange(1, 10, 3)` is `[1, 4, 7]` (int32).
   """
+  return lax_numpy.place("arange", _arange(start, stop, step, dtype), device)
+
+
+def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:
   if stop is None and step is None and core.is_symbolic_dim(start):  # shape-polymorphic
     return lax.iota(dtypes.canonicalize_dtype(dtype or np.int64), start)
   if stop is None:
@@ -98,7 +104,8 @@ def _integer_range(start: int, stop: int, step: int, dtype: np.dtype) -> Any:
 
 @memoize_eager_operations
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
-             retstep: bool = False, dtype: Any = None, axis: int = 0) -> Any:
+             retstep: bool = False, dtype: Any = None, axis: int = 0, *,
+             device: Any = None) -> Any:
   """`num` evenly spaced values from `start` to `stop` (included if `endpoint`).
 
   Args:
@@ -110,6 +117,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
     dtype: the result dtype (integer results are floored); values are computed in the
       inexact dtype of `start` and `stop`.
     axis: where the values run in the result, for array `start`/`stop`.
+    device: a Device or a Sharding to commit the values to (not the step, as in JAX).
 
   Example: `jnp.linspace(0., 1., 5)` is `[0., 0.25, 0.5, 0.75, 1.]`.
   """
@@ -126,7 +134,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True,
   out = jnp_shape.moveaxis(out, 0, lax_utils.canonicalize_axis(axis, out.ndim))
   if dtypes.is_integer(out_dtype):
     out = ufuncs.floor(out)
-  out = lax.convert_element_type(out, out_dtype)
+  out = lax_numpy.place("linspace", lax.convert_element_type(out, out_dtype), device)
   return (out, delta) if retstep else out
 
 
@@ -220,14 +228,17 @@ def _offset_mask(fun_name: str, compare: Callable[[Any, Any], Any], N: Any, M: A
   return compare(rows, lax.broadcasted_iota(int_dtype, (N, M), 1))
 
 
-def eye(N: int, M: int | None = None, k: Any = 0, dtype: Any = None) -> Any:
+def eye(N: int, M: int | None = None, k: Any = 0, dtype: Any = None, *,
+        device: Any = None) -> Any:
   """The (N, M) matrix with ones on diagonal `k` (0 the main one, positive above it,
-  negative below) and zeros elsewhere; float32 by default.
+  negative below) and zeros elsewhere; float32 by default. `device` (a Device or a
+  Sharding) is where the result is committed.
 
   Example: `jnp.eye(2, 3, k=1)` is `[[0, 1, 0], [0, 0, 1]]`.
   """
-  return lax.convert_element_type(_offset_mask("eye", ufuncs.equal, N, M, k),
-                                  _float_dtype(dtype))
+  out = lax.convert_element_type(_offset_mask("eye", ufuncs.equal, N, M, k),
+                                 _float_dtype(dtype))
+  return lax_numpy.place("eye", out, device)
 
 
 def identity(n: int, dtype: Any = None) -> Any:

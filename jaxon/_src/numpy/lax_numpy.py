@@ -1,7 +1,8 @@
 """The basic array constructors of jaxon.numpy: `array`, `asarray`, `full`, `zeros`, `ones`,
 their `*_like` twins, `empty`, `copy`, and the shape queries `shape`, `ndim`, `size`.
 
-Other jnp modules (indexing, creation) build on these, so this module imports only lax.
+Other jnp modules (indexing, creation) build on these, so this module imports only lax
+and, for the `device=` arguments, device placement.
 Weak types follow JAX: `array(1.0)` and `full(3, 1.0)` are weakly typed like the Python
 scalar they come from (they adopt the dtype of the arrays they meet); an explicit `dtype`
 makes the result strong. jaxon arrays are immutable, so `copy` arguments only decide
@@ -13,8 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src import core, dtypes, tree_util
+from jaxon._src import core, dtypes, sharding_impls, tree_util
+from jaxon._src.devices import device_put
 from jaxon._src.lax import lax, shape_ops
+from jaxon._src.xla import client
 from jaxon._src.xla.array import Array, copy_array, device_put_numpy
 
 _OBJECT_DTYPE = np.dtype(object)
@@ -25,8 +28,21 @@ def _is_traced_or_array(x: Any) -> bool:
   return isinstance(x, (core.Tracer, Array)) or core.is_symbolic_dim(x)
 
 
+def place(fun_name: str, out: Any, device: Any) -> Any:
+  """`out` committed to `device` (a Device or a Sharding; None leaves it where it was
+  made). Under a trace `device_put` hands the tracer back (a NamedSharding becomes a
+  sharding constraint), so inside `jit` the result stays where the program puts it, as
+  JAX's creation functions ignore `device` there."""
+  if device is None:
+    return out
+  if not isinstance(device, (client.Device, sharding_impls.Sharding)):
+    raise ValueError(f"jnp.{fun_name}: device must be a Device or a Sharding, got "
+                     f"{device!r}.")
+  return device_put(out, device)
+
+
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,
-          ndmin: int = 0) -> Any:
+          ndmin: int = 0, *, device: Any = None) -> Any:
   """Creates an array from an array, a NumPy value, a scalar, or nested lists/tuples of
   those (which may contain traced values).
 
@@ -38,6 +54,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
       only deletion and donation can tell).
     order: accepted for NumPy compatibility.
     ndmin: the minimum rank; size-1 dimensions are prepended to reach it.
+    device: a Device or a Sharding to commit the result to.
 
   Example: `jnp.array([[1, 2], [3, 4]], jnp.float32)` is a 2x2 float32 array.
   """
@@ -60,7 +77,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
   if ndmin > np.ndim(out):
     out = lax.broadcast_in_dim(out, (1,) * (ndmin - np.ndim(out)) + np.shape(out),
                                range(ndmin - np.ndim(out), ndmin))
-  return out
+  return place("array", out, device)
 
 
 def _host_array(object: Any, dtype: Any) -> np.ndarray:
@@ -112,10 +129,11 @@ def _stack_nested(object: Any, dtype: Any) -> Any:
   return array(object, dtype)
 
 
-def asarray(a: Any, dtype: Any = None, order: str | None = None, copy: bool | None = None
-            ) -> Any:
-  """Like `array`; an Array that already has the dtype is returned as it is."""
-  return array(a, dtype=dtype, copy=bool(copy), order=order)
+def asarray(a: Any, dtype: Any = None, order: str | None = None, copy: bool | None = None,
+            *, device: Any = None) -> Any:
+  """Like `array`; an Array that already has the dtype (and placement) is returned as it
+  is."""
+  return array(a, dtype=dtype, copy=bool(copy), order=order, device=device)
 
 
 def copy(a: Any, order: str | None = None) -> Any:
@@ -128,15 +146,18 @@ def _creation_dtype(dtype: Any, fun_name: str = "zeros") -> np.dtype:
   return dtypes.canonicalize_dtype(dtypes.default_float_dtype() if dtype is None else dtype)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None) -> Any:
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
   """An array of `shape` filled with `fill_value` (a scalar, or an array broadcast to
-  `shape`); the dtype is `fill_value`'s unless `dtype` is given.
+  `shape`); the dtype is `fill_value`'s unless `dtype` is given. `device` (a Device or a
+  Sharding) is where the result is committed.
 
   Example: `jnp.full((2, 3), 7, jnp.int8)`.
   """
   if np.ndim(fill_value) == 0:
-    return lax.full(shape, fill_value, dtype)
-  return _broadcast_to(asarray(fill_value, dtype), shape)
+    out = lax.full(shape, fill_value, dtype)
+  else:
+    out = _broadcast_to(asarray(fill_value, dtype), shape)
+  return place("full", out, device)
 
 
 def _broadcast_to(x: Any, shape: Any) -> Any:
@@ -151,42 +172,47 @@ def _broadcast_to(x: Any, shape: Any) -> Any:
   return lax.broadcast_in_dim(x, shape, range(len(shape) - len(x_shape), len(shape)))
 
 
-def zeros(shape: Any, dtype: Any = None) -> Any:
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
   """An array of zeros (float32 by default)."""
-  return lax.full(shape, 0, _creation_dtype(dtype))
+  return place("zeros", lax.full(shape, 0, _creation_dtype(dtype)), device)
 
 
-def ones(shape: Any, dtype: Any = None) -> Any:
+def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
   """An array of ones (float32 by default)."""
-  return lax.full(shape, 1, _creation_dtype(dtype, "ones"))
+  return place("ones", lax.full(shape, 1, _creation_dtype(dtype, "ones")), device)
 
 
-def empty(shape: Any, dtype: Any = None) -> Any:
+def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
   """`zeros`: XLA has no uninitialized memory to hand out."""
-  return zeros(shape, dtype)
+  return place("empty", lax.full(shape, 0, _creation_dtype(dtype, "empty")), device)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> Any:
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
+              device: Any = None) -> Any:
   """An array with `a`'s shape and dtype (weak type included) unless `shape` or `dtype`
-  say otherwise, filled with `fill_value` (a scalar or an array broadcast to the shape)."""
+  say otherwise, filled with `fill_value` (a scalar or an array broadcast to the shape).
+  The result is committed to `device` if given, not to where `a` lives."""
   if np.ndim(fill_value) == 0:
-    return lax.full_like(a, fill_value, dtype, shape)
-  aval = core.get_aval(a)
-  return _broadcast_to(asarray(fill_value, aval.dtype if dtype is None else dtype),
-                       aval.shape if shape is None else shape)
+    out = lax.full_like(a, fill_value, dtype, shape)
+  else:
+    aval = core.get_aval(a)
+    out = _broadcast_to(asarray(fill_value, aval.dtype if dtype is None else dtype),
+                        aval.shape if shape is None else shape)
+  return place("full_like", out, device)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
-  return lax.full_like(a, 0, dtype, shape)
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+  return place("zeros_like", lax.full_like(a, 0, dtype, shape), device)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Any:
-  return lax.full_like(a, 1, dtype, shape)
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
+  return place("ones_like", lax.full_like(a, 1, dtype, shape), device)
 
 
-def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Any:
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
+               device: Any = None) -> Any:
   """`zeros_like`: XLA has no uninitialized memory to hand out."""
-  return zeros_like(prototype, dtype, shape)
+  return place("empty_like", lax.full_like(prototype, 0, dtype, shape), device)
 
 
 def shape(a: Any) -> tuple[int, ...]:

@@ -719,8 +719,10 @@ def diagonal(x: Any, /, *, offset: int = 0) -> Any:
 vecdot = products.vecdot
 
 
-def matmul(x1: Any, x2: Any, /, *, precision: PrecisionLike = None) -> Any:
-  return linear.matmul(x1, x2, precision=precision)
+def matmul(x1: Any, x2: Any, /, *, precision: PrecisionLike = None,
+           preferred_element_type: Any = None) -> Any:
+  return linear.matmul(x1, x2, precision=precision,
+                       preferred_element_type=preferred_element_type)
 
 
 def matrix_transpose(x: Any, /) -> Any:
@@ -728,8 +730,9 @@ def matrix_transpose(x: Any, /) -> Any:
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | Sequence[Any] = 2,
-              precision: PrecisionLike = None) -> Any:
-  return linear.tensordot(x1, x2, axes, precision=precision)
+              precision: PrecisionLike = None, preferred_element_type: Any = None) -> Any:
+  return linear.tensordot(x1, x2, axes, precision=precision,
+                          preferred_element_type=preferred_element_type)
 
 
 # ----------------------------------------------------------------------------- norms

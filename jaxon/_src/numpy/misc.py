@@ -11,6 +11,7 @@ derivatives still flow through the multiplications.
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ import numpy as np
 from jaxon._src import core, dtypes
 from jaxon._src.lax import convolution, lax, slicing
 from jaxon._src.lax import utils as lax_utils
+from jaxon._src.lax.control_flow.scan import scan
 from jaxon._src.numpy import creation, lax_numpy, reductions, searching, sorting, ufuncs, util
 from jaxon._src.numpy import shape as jnp_shape
 from jaxon._src.numpy.padding import pad
@@ -195,10 +197,11 @@ def _periodic_points(x: Any, xp: Any, fp: Any, period: Any) -> tuple[Any, Any, A
   return x, xp, fp
 
 
-def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
   """The index of the bin of `bins` (monotonic, increasing or decreasing) that each
   element of `x` falls in: `i` with `bins[i-1] <= x < bins[i]` for increasing bins
-  (`<` and `<=` swapped with `right=True`); 0 and `len(bins)` lie outside.
+  (`<` and `<=` swapped with `right=True`); 0 and `len(bins)` lie outside. `method` is
+  `searchsorted`'s (None: its default), which does the search.
 
   Example: `jnp.digitize(jnp.array([0.5, 1.5]), jnp.array([1., 2.]))` is `[0, 1]`.
   """
@@ -207,8 +210,10 @@ def digitize(x: Any, bins: Any, right: bool = False) -> Any:
   if bins.shape[0] == 0:
     return lax.full_like(x, 0, dtypes.default_int_dtype())
   side = "left" if right else "right"
-  increasing = searching.searchsorted(bins, x, side)
-  decreasing = ufuncs.subtract(bins.shape[0], searching.searchsorted(jnp_shape.flip(bins), x, side))
+  search = functools.partial(searching.searchsorted, side=side,
+                             **({} if method is None else {"method": method}))
+  increasing = search(bins, x)
+  decreasing = ufuncs.subtract(bins.shape[0], search(jnp_shape.flip(bins), x))
   return ufuncs.where(ufuncs.greater_equal(bins[-1], bins[0]), increasing, decreasing)
 
 
@@ -352,18 +357,26 @@ def _poly(fun_name: str, *coefficients: Any) -> list[Any]:
   return _inexact_arrays(fun_name, *arrays)
 
 
-def polyval(p: Any, x: Any) -> Any:
+def polyval(p: Any, x: Any, *, unroll: int | bool = 16) -> Any:
   """The polynomial with coefficients `p` (highest power first) at `x`, by Horner's rule.
+
+  The rule is a `scan` over the coefficients, as in JAX, so a long `p` compiles to a loop;
+  `unroll` steps run per trip of it (True: all of them, 0 and False: one).
 
   Example: `jnp.polyval(jnp.array([1., 0., -1.]), 3.)` is 8. Integer coefficients at
   integer points stay integers (wrapping around on overflow), as in JAX.
   """
   p = _vector("polyval", "p", p)
+  if not isinstance(unroll, (int, np.integer)):
+    raise TypeError(f"jnp.polyval: unroll must be a bool or a non-negative int, got "
+                    f"{unroll!r}.")
+  if unroll < 0:
+    raise ValueError(f"jnp.polyval: unroll must be a bool or a non-negative int, got "
+                     f"{unroll}.")
   p, x = [lax_numpy.asarray(a) for a in util.promote_args("polyval", p, x)]
-  out = lax.full_like(x, 0)
-  for i in range(p.shape[0]):
-    out = ufuncs.add(ufuncs.multiply(out, x), p[i])
-  return out
+  horner = lambda y, c: (ufuncs.add(ufuncs.multiply(y, x), c), None)
+  return scan(horner, lax.full_like(x, 0), p,
+              unroll=unroll if isinstance(unroll, bool) else max(int(unroll), 1))[0]
 
 
 def _align(a1: Any, a2: Any) -> tuple[Any, Any]:
@@ -725,12 +738,16 @@ def ldexp(x1: Any, x2: Any, /) -> Any:
   return _scale(mantissa, [a, b])
 
 
-def modf(x: Any, /) -> tuple[Any, Any]:
+def modf(x: Any, /, out: None = None) -> tuple[Any, Any]:
   """The fractional and integral parts of `x`, both with `x`'s sign (the fraction of an
-  infinity is ±0).
+  infinity is ±0). `out` is NumPy's, for signature compatibility: jaxon arrays are
+  immutable, so only None is accepted.
 
   Example: `jnp.modf(-2.5)` is `(-0.5, -2.0)`.
   """
+  if out is not None:
+    raise NotImplementedError("The 'out' argument to jnp.modf is not supported: jaxon "
+                              "arrays are immutable; use the returned arrays instead.")
   (x,) = _inexact_arrays("modf", x)
   whole = ufuncs.trunc(x)
   fraction = ufuncs.where(ufuncs.isinf(x), 0, ufuncs.subtract(x, whole))

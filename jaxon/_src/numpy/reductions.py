@@ -338,6 +338,20 @@ def _var_dtypes(name: str, a_dtype: np.dtype, dtype: Any) -> tuple[np.dtype, np.
   return _upcast_f16(a_dtype), real
 
 
+def _given_mean(name: str, a_mean: Any, shape: tuple[int, ...]) -> Any:
+  """A `mean=` argument, which must broadcast against `a` axis by axis (as JAX's, it is
+  not broadcast NumPy's way from the right: a mean of shape (4,) for `a` of shape (3, 4)
+  is refused, one of shape (1, 4) accepted)."""
+  util.check_arraylike(f"jnp.{name}", a_mean)
+  m_shape = np.shape(a_mean)
+  if m_shape and (len(m_shape) != len(shape)
+                  or builtins.any(m not in (1, d) for m, d in zip(m_shape, shape))):
+    raise TypeError(f"jnp.{name}: mean of shape {m_shape} does not match a of shape {shape}: "
+                    "it must be a scalar or have a's rank with sizes 1 or a's (as "
+                    "mean(a, axis, keepdims=True) gives).")
+  return a_mean
+
+
 def _correction(name: str, ddof: int, correction: int | float | None) -> Any:
   if correction is None:
     return ddof
@@ -355,34 +369,39 @@ def _abs2(x: Any) -> Any:
 
 @memoize_eager_operations
 def var(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, where: Any = None, correction: int | float | None = None
-        ) -> Any:
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: int | float | None = None) -> Any:
   """Variance over `axis`: the mean squared deviation, dividing by N - ddof (NaN when that
-  is not positive). `correction` is the array-API name of `ddof`."""
+  is not positive). `correction` is the array-API name of `ddof`. `mean` (NumPy 2's) is
+  the mean when the caller already has it, saving its computation: a scalar or an array
+  shaped as `mean(a, axis, keepdims=True)`."""
   return _variance("var", a, axis, dtype, out, _correction("var", ddof, correction), keepdims,
-                   where, ignore_nan=False)
+                   where, mean, ignore_nan=False)
 
 
 @memoize_eager_operations
 def std(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-        keepdims: bool = False, *, where: Any = None, correction: int | float | None = None
-        ) -> Any:
+        keepdims: bool = False, *, where: Any = None, mean: Any = None,
+        correction: int | float | None = None) -> Any:
   """Standard deviation over `axis`: the square root of `var`."""
   _check_inexact_dtype("std", dtype, ValueError)
-  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where,
+  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                       correction=correction))
 
 
 def _variance(name: str, a: Any, axis: Axis, dtype: Any, out: Any, ddof: Any,
-              keepdims: bool, where: Any, ignore_nan: bool) -> Any:
+              keepdims: bool, where: Any, a_mean: Any, ignore_nan: bool) -> Any:
   _check_out(name, out)
   util.check_arraylike(f"jnp.{name}", a)
   aval = core.get_aval(a)
   compute_dtype, result_dtype = _var_dtypes(name, aval.dtype, dtype)
   axes = _canonical_axes(name, axis, aval.ndim)
   x = lax._convert_element_type(a, compute_dtype)
-  centered = lax.sub(x, (nanmean if ignore_nan else mean)(x, axes, keepdims=True,
-                                                          where=where))
+  if a_mean is None:
+    a_mean = (nanmean if ignore_nan else mean)(x, axes, keepdims=True, where=where)
+  else:
+    a_mean = lax._convert_element_type(_given_mean(name, a_mean, aval.shape), compute_dtype)
+  centered = lax.sub(x, a_mean)
   if ignore_nan:
     centered = _replace_nan(centered, 0)
     where = _valid_mask(x, where)
@@ -439,29 +458,33 @@ def _broadcast_weights(shape: tuple[int, ...], weights: Any, axis: Axis,
 
 # ----------------------------------------------------------------------------- quantiles
 
-_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest", "inverted_cdf")
 
 
 @memoize_eager_operations
 def quantile(a: Any, q: Any, axis: Axis = None, out: None = None,
              overwrite_input: bool = False, method: str = "linear", keepdims: bool = False, *,
-             interpolation: None = None) -> Any:
+             weights: Any = None, interpolation: None = None) -> Any:
   """The `q`-th quantiles (q in [0, 1]) of `a` over `axis`, from its sorted values.
 
   `method` says what to do between two sorted values: 'linear' interpolates, 'lower',
-  'higher' and 'nearest' pick one, 'midpoint' averages them. The result has `q`'s shape
-  followed by the reduced shape; a slice containing NaN gives NaN.
+  'higher' and 'nearest' pick one, 'midpoint' averages them. 'inverted_cdf' takes the
+  first sorted value at which the running sum of `weights` (all ones by default) reaches
+  q of their total; it is the only method that takes `weights` (as in NumPy), which have
+  `a`'s shape or that of the reduced axes (in `axis`'s order). A negative or NaN weight
+  makes its slice's result NaN (it cannot raise on traced weights). The result has `q`'s
+  shape followed by the reduced shape; a slice containing NaN gives NaN.
   """
-  return _quantile("quantile", a, q, axis, out, method, keepdims, interpolation)
+  return _quantile("quantile", a, q, axis, out, method, keepdims, interpolation, weights)
 
 
 @memoize_eager_operations
 def percentile(a: Any, q: Any, axis: Axis = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
-               *, interpolation: None = None) -> Any:
+               *, weights: Any = None, interpolation: None = None) -> Any:
   """The `q`-th percentiles (q in [0, 100]) of `a` over `axis`; see `quantile`."""
   q = _percent_to_fraction("percentile", q)
-  return _quantile("percentile", a, q, axis, out, method, keepdims, interpolation)
+  return _quantile("percentile", a, q, axis, out, method, keepdims, interpolation, weights)
 
 
 def _percent_to_fraction(name: str, q: Any) -> Any:
@@ -480,72 +503,123 @@ def _percent_to_fraction(name: str, q: Any) -> Any:
 def median(a: Any, axis: Axis = None, out: None = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
   """The median over `axis`: the middle sorted value, or the mean of the two middle ones."""
-  return _quantile("median", a, 0.5, axis, out, "midpoint", keepdims, None)
+  return _quantile("median", a, 0.5, axis, out, "midpoint", keepdims, None, None)
 
 
 def nanquantile(a: Any, q: Any, axis: Axis = None, out: None = None,
                 overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False, *, interpolation: None = None) -> Any:
-  """`quantile` of the elements that are not NaN (NaN where a slice has none)."""
-  return _quantile("nanquantile", a, q, axis, out, method, keepdims, interpolation,
+                keepdims: bool = False, *, weights: Any = None,
+                interpolation: None = None) -> Any:
+  """`quantile` of the elements that are not NaN (NaN where a slice has none; the weights
+  of NaN elements count as zero)."""
+  return _quantile("nanquantile", a, q, axis, out, method, keepdims, interpolation, weights,
                    ignore_nan=True)
 
 
 def nanpercentile(a: Any, q: Any, axis: Axis = None, out: None = None,
                   overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False, *, interpolation: None = None) -> Any:
+                  keepdims: bool = False, *, weights: Any = None,
+                  interpolation: None = None) -> Any:
   """`percentile` of the elements that are not NaN (NaN where a slice has none)."""
   q = _percent_to_fraction("nanpercentile", q)
   return _quantile("nanpercentile", a, q, axis, out, method, keepdims, interpolation,
-                   ignore_nan=True)
+                   weights, ignore_nan=True)
 
 
 def nanmedian(a: Any, axis: Axis = None, out: None = None, overwrite_input: bool = False,
               keepdims: bool = False) -> Any:
   """`median` of the elements that are not NaN (NaN where a slice has none)."""
-  return _quantile("nanmedian", a, 0.5, axis, out, "midpoint", keepdims, None,
+  return _quantile("nanmedian", a, 0.5, axis, out, "midpoint", keepdims, None, None,
                    ignore_nan=True)
 
 
 def _quantile(name: str, a: Any, q: Any, axis: Axis, out: Any, method: str, keepdims: bool,
-              interpolation: Any, ignore_nan: bool = False) -> Any:
+              interpolation: Any, weights: Any, ignore_nan: bool = False) -> Any:
   _check_out(name, out)
   if interpolation is not None:
     raise TypeError(f"jnp.{name}: the 'interpolation' argument was renamed 'method'")
   if method not in _QUANTILE_METHODS:
     raise ValueError(f"jnp.{name}: method must be one of {_QUANTILE_METHODS}, got {method!r}")
   util.check_arraylike(f"jnp.{name}", a, q)
+  if weights is not None:
+    _check_quantile_weights(name, weights, method)
   if dtypes.is_complex(dtypes.dtype(a)):
     raise ValueError(f"jnp.{name} does not support complex input (got "
                      f"{dtypes.dtype(a).name}): complex numbers have no natural order.")
   _check_quantiles(name, q)
   ignore_nan = ignore_nan and dtypes.is_inexact(dtypes.dtype(a, canonicalize=True))
-  # the result has the type of `a` made inexact, whatever q's: an int32 `a` gives float32
-  # even next to a float64 q under x64 (JAX's)
-  (a,) = util.promote_args_inexact(f"jnp.{name}", a)
+  # the result has the type of `a` (and the weights) made inexact, whatever q's: an int32
+  # `a` gives float32 even next to a float64 q under x64 (JAX's)
+  if weights is None:
+    (a,) = util.promote_args_inexact(f"jnp.{name}", a)
+  else:
+    a, weights = util.promote_args_inexact(f"jnp.{name}", a, weights)
   q = lax._convert_element_type(q, dtypes.dtype(a))
   shape, q_shape = np.shape(a), np.shape(q)
   axes = _canonical_axes(name, axis, len(shape))
+  if weights is not None:
+    weights = _quantile_weights_like(name, weights, shape, axis, axes)
   kept = [i for i in range(len(shape)) if i not in axes]
   n = _reduced_size(shape, axes)
-  # The reduced axes, moved last and flattened into one, then sorted (NaN sorts last).
-  x = shape_ops.reshape(a, [shape[i] for i in kept] + [n], dimensions=kept + list(axes))
+  # The reduced axes, moved last and flattened into one, then sorted (NaN sorts last),
+  # the weights with them.
+  def flatten(v: Any) -> Any:
+    return shape_ops.reshape(v, [shape[i] for i in kept] + [n], dimensions=kept + list(axes))
+  x = flatten(a)
   out_shape = q_shape + tuple(1 if i in axes else d for i, d in enumerate(shape)
                               if keepdims or i not in axes)
   if n == 0:
     return lax.full(out_shape, np.nan, dtypes.dtype(a))
-  x = sorting.sort(x, dimension=-1)
+  if weights is None:
+    x = sorting.sort(x, dimension=-1)
+  else:
+    x, weights = sorting.sort((x, flatten(weights)), dimension=-1, num_keys=1)
   if ignore_nan:  # each slice's own count of numbers: its NaNs sort past them
     count = sum(lax.bitwise_not(_isnan(x)), -1, dtype=dtypes.dtype(x))
-    result = _interpolate(x, q, count, method)
     undefined = lax.eq(count, lax._convert_element_type(0, dtypes.dtype(x)))
   else:
-    result = _interpolate(x, q, n, method)
+    count = n
     undefined = _isnan(slicing.index_in_dim(x, n - 1, axis=-1, keepdims=False))
+  if method == "inverted_cdf":
+    result = _inverted_cdf(x, weights, q, count)
+    if weights is not None:  # a negative or NaN weight: NaN, as JAX (it cannot raise)
+      bad = lax.bitwise_not(lax.ge(weights, lax.full_like(weights, 0)))
+      undefined = lax.bitwise_or(undefined, any(bad, -1))
+  else:
+    result = _interpolate(x, q, count, method)
   undefined = lax.broadcast_in_dim(undefined, np.shape(result),
                                    range(len(q_shape), result.ndim))
   result = _where(lax.bitwise_not(undefined), result, np.nan)
   return result if np.shape(result) == out_shape else shape_ops.reshape(result, out_shape)
+
+
+def _check_quantile_weights(name: str, weights: Any, method: str) -> None:
+  util.check_arraylike(f"jnp.{name}", weights)
+  if dtypes.is_complex(dtypes.dtype(weights)):
+    raise ValueError(f"jnp.{name}: weights cannot be complex, got "
+                     f"{dtypes.dtype(weights).name}.")
+  if method != "inverted_cdf":
+    raise NotImplementedError(f"jnp.{name}: method {method!r} does not support weights; "
+                              "only method='inverted_cdf' does.")
+
+
+def _quantile_weights_like(name: str, weights: Any, shape: tuple[int, ...], axis: Axis,
+                           axes: tuple[int, ...]) -> Any:
+  """`weights` broadcast to `a`'s shape: they have it already, or that of the reduced axes
+  taken in `axis`'s order (JAX's rule; NumPy's 1-D weights for one axis are a case)."""
+  w_shape = np.shape(weights)
+  if w_shape == shape:
+    return weights
+  if axis is None:
+    raise ValueError(f"jnp.{name}: weights of shape {w_shape} must have a's shape {shape} "
+                     "when axis is None.")
+  reduced = tuple(shape[i] for i in axes)
+  if w_shape != reduced:
+    raise ValueError(f"jnp.{name}: weights of shape {w_shape} must have a's shape {shape} "
+                     f"or that of the reduced axes {axes}, {reduced}.")
+  order = sorted(range(len(axes)), key=lambda i: axes[i])
+  return lax.broadcast_in_dim(shape_ops.transpose(weights, order), shape,
+                              [axes[i] for i in order])
 
 
 def _check_quantiles(name: str, q: Any) -> None:
@@ -589,6 +663,40 @@ def _interpolate(x: Any, q: Any, n: int | Any, method: str) -> Any:
     frac = lax.mul(lax._convert_element_type(lax.gt(frac, const(0)), dtypes.dtype(x)),
                    const(0.5))
   return _lerp(low_value, high_value, _broadcast_like(frac, low_value))
+
+
+def _inverted_cdf(x: Any, weights: Any, q: Any, n: int | Any) -> Any:
+  """For each quantile q and slice of the sorted `x` (its last axis; `weights`, sorted
+  with it, None for all ones): the first value whose running weight reaches q of the
+  slice's total, among the first `n` (an int, or each slice's count of numbers). NaN
+  values, and negative or NaN weights (whose slices the caller makes NaN), weigh
+  nothing."""
+  zero = lax.full_like(x, 0)
+  ignored = _isnan(x)
+  if weights is None:
+    weights = lax.full_like(x, 1)
+  else:
+    ignored = lax.bitwise_or(ignored, lax.bitwise_not(lax.ge(weights, zero)))
+  running = cumsum(lax.select_n(ignored, weights, zero), axis=-1)
+  lead, n_q = np.shape(x)[:-1], np.ndim(q)
+  full = np.shape(q) + lead
+  total = slicing.index_in_dim(running, -1, axis=-1, keepdims=False)
+  target = lax.mul(lax.broadcast_in_dim(q, full, range(n_q)),
+                   lax.broadcast_in_dim(total, full, range(n_q, len(full))))
+  wide = full + np.shape(x)[-1:]
+  below = lax.lt(lax.broadcast_in_dim(running, wide, range(n_q, len(wide))),
+                 lax.broadcast_in_dim(target, wide, range(len(full))))
+  index = sum(below, -1, dtype=np.int32)
+  if isinstance(n, int):
+    last = lax.full_like(index, n - 1)
+  else:  # a slice of NaNs only (n = 0) reads entry 0: its result is NaN anyway
+    last = lax.max(lax.sub(lax.convert_element_type(n, np.int32), _int32(1)), _int32(0))
+    last = lax.broadcast_in_dim(last, full, range(n_q, len(full)))
+  return _take_last_per_slice(x, lax.min(index, last))
+
+
+def _int32(value: int) -> Any:
+  return lax._convert_element_type(value, np.int32)
 
 
 def _take_last(x: Any, index: Any) -> Any:
@@ -704,19 +812,21 @@ def nanmean(a: Any, axis: Axis = None, dtype: Any = None, out: None = None,
 
 
 def nanvar(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, *, where: Any = None) -> Any:
-  """`var` of the elements that are not NaN (NaN where fewer than ddof + 1 remain)."""
+           keepdims: bool = False, *, where: Any = None, mean: Any = None) -> Any:
+  """`var` of the elements that are not NaN (NaN where fewer than ddof + 1 remain); `mean`
+  as in `var`, the mean of those elements."""
   if not dtypes.is_inexact(dtypes.dtype(a, canonicalize=True)):
-    return var(a, axis, dtype, out, ddof, keepdims, where=where)
-  return _variance("nanvar", a, axis, dtype, out, ddof, keepdims, where, ignore_nan=True)
+    return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean)
+  return _variance("nanvar", a, axis, dtype, out, ddof, keepdims, where, mean,
+                   ignore_nan=True)
 
 
 def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
-           keepdims: bool = False, *, where: Any = None) -> Any:
+           keepdims: bool = False, *, where: Any = None, mean: Any = None) -> Any:
   """`std` of the elements that are not NaN: the square root of `nanvar`."""
   if not dtypes.is_complex(dtypes.dtype(a)):  # complex input: nanvar's ValueError first
     _check_inexact_dtype("nanstd", dtype, TypeError)
-  return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where))
+  return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
 
 
 def nanargmax(a: Any, axis: int | None = None, out: None = None,

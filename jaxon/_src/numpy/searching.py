@@ -325,12 +325,16 @@ def _searchsorted(a: Any, v: Any, sorter: Any, *, right: bool, method: str) -> A
 
 # ----------------------------------------------------------------------------- take and friends
 
+def _check_integer_indices(fun_name: str, indices: Any) -> None:
+  if not dtypes.is_integer(indices.dtype):
+    raise TypeError(f"jnp.{fun_name}: indices must be integers, got {indices.dtype.name}.")
+
+
 def _index_mode(fun_name: str, indices: Any, n: int, mode: str | None) -> tuple[Any, str]:
   """Indices and gather mode for NumPy's take modes: 'fill' (JAX's default: out-of-bounds
   reads give `fill_value`), 'clip' (clamped to [0, n-1], so -1 reads entry 0, as in
   NumPy) and 'wrap' (taken modulo n)."""
-  if not dtypes.is_integer(indices.dtype):
-    raise TypeError(f"jnp.{fun_name}: indices must be integers, got {indices.dtype.name}.")
+  _check_integer_indices(fun_name, indices)
   if mode is None or mode == "fill":
     return indices, "fill"
   if mode == "clip":
@@ -405,18 +409,24 @@ def _batched_dnums(ndim: int, axis: int) -> tuple[int, ...]:
 
 @memoize_eager_operations
 def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None = None,
-                    fill_value: Any = None) -> Any:
+                    fill_value: Any = None, *, wrap_negative_indices: bool | None = None
+                    ) -> Any:
   """`arr` read at `indices` along `axis`, pairing every other dimension of the two (which
   broadcast against each other): `out[i, j] = arr[i, indices[i, j]]` for axis=1.
 
   Example: `take_along_axis(x, argsort(x, axis=1), axis=1)` is `sort(x, axis=1)`.
-  Out-of-bounds indices follow `mode` as in `take`.
+  Negative indices count from the end unless `wrap_negative_indices` is False (None
+  means True); then, and for indices still out of bounds, `mode` applies as in `take`
+  (so, as in JAX, -1 reads the last entry with mode='clip' unless wrapping is off).
   """
   arr, indices, axis = _along_axis("take_along_axis", arr, indices, axis)
   n = arr.shape[axis]
   batch = lax.broadcast_shapes(_replace(arr.shape, axis, 1), _replace(indices.shape, axis, 1))
   arr = shape.broadcast_to(arr, _replace(batch, axis, n))
   indices = shape.broadcast_to(indices, _replace(batch, axis, indices.shape[axis]))
+  _check_integer_indices("take_along_axis", indices)
+  if wrap_negative_indices is None or wrap_negative_indices:
+    indices = _normalized(indices, n)
   indices, gather_mode = _index_mode("take_along_axis", indices, n, mode)
   if math.prod(indices.shape) == 0 or n == 0:
     if math.prod(indices.shape) and gather_mode != "fill":
@@ -427,7 +437,7 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None, mode: str | None =
   dnums = gather_scatter.GatherDimensionNumbers(
       offset_dims=(), collapsed_slice_dims=(axis,), start_index_map=(axis,),
       operand_batching_dims=others, start_indices_batching_dims=others)
-  return gather_scatter.gather(arr, shape.expand_dims(_normalized(indices, n), -1), dnums,
+  return gather_scatter.gather(arr, shape.expand_dims(indices, -1), dnums,
                                slice_sizes=(1,) * arr.ndim, mode=gather_mode, fill_value=fill_value)
 
 
@@ -663,22 +673,27 @@ def resize(a: Any, new_shape: int | Sequence[int]) -> Any:
   return shape.reshape(slicing.slice_in_dim(repeated, 0, total), new_shape)
 
 
-def trim_zeros(filt: Any, trim: str = "fb") -> Any:
-  """The 1-D `filt` without its leading ('f' in `trim`) and trailing ('b') zeros. The
-  input must be concrete: the result's length depends on its values."""
+def trim_zeros(filt: Any, trim: str = "fb", axis: int | Sequence[int] | None = None) -> Any:
+  """`filt` cut along each axis of `axis` (all of them if None) to the smallest box that
+  holds its nonzero entries, on the front ('f' in `trim`) and back ('b') sides; an
+  all-zero `filt` becomes empty along those axes. The input must be concrete: the
+  result's shape depends on its values."""
   filt = _as_array("trim_zeros", filt)
-  if filt.ndim != 1:
-    raise ValueError(f"jnp.trim_zeros: filt must be one-dimensional, got shape "
-                     f"{filt.shape}.")
+  axes = reductions._canonical_axes("trim_zeros", axis, filt.ndim)
   trim = trim.lower()
+  if not axes or ("f" not in trim and "b" not in trim):
+    return filt
   host = core.concrete_or_error(np.asarray, filt, "jnp.trim_zeros needs a concrete input: the "
-                                "length of its result depends on the values.")
-  nonzero_at = np.flatnonzero(host)
-  if nonzero_at.size == 0:
-    return filt[:0]
-  start = int(nonzero_at[0]) if "f" in trim else 0
-  stop = int(nonzero_at[-1]) + 1 if "b" in trim else host.shape[0]
-  return filt[start:stop]
+                                "shape of its result depends on the values.")
+  nonzero_at = np.nonzero(host)
+  if nonzero_at[0].size == 0:
+    return filt[tuple(slice(0, 0) if i in axes else slice(None) for i in range(filt.ndim))]
+  def cut(i: int) -> slice:
+    if i not in axes:
+      return slice(None)
+    return slice(int(nonzero_at[i].min()) if "f" in trim else None,
+                 int(nonzero_at[i].max()) + 1 if "b" in trim else None)
+  return filt[tuple(cut(i) for i in range(filt.ndim))]
 
 
 # ----------------------------------------------------------------------------- flat indices
@@ -709,12 +724,14 @@ def unravel_index(indices: Any, shape: int | Sequence[int]) -> tuple[Any, ...]:
 
 
 def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str = "raise",
-                      order: str = "C") -> Any:
+                      order: str = "C", *, dtype: Any = None) -> Any:
   """The flat indices (C or Fortran order) of the coordinates `multi_index` in an array
   of shape `dims`.
 
   `mode` handles coordinates out of bounds: 'raise' (needs concrete coordinates), 'wrap'
-  or 'clip'.
+  or 'clip'. `dtype` is the result's, an integer type that must hold every flat index
+  (as in JAX, int8 coordinates into a 20x20 array raise rather than wrap around); by
+  default the coordinates' promoted type.
 
   Example: `ravel_multi_index((jnp.array([1]), jnp.array([2])), (2, 3))` is `[5]`.
   """
@@ -727,6 +744,7 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
                      f"{len(dims)} dimensions.")
   if any(not dtypes.is_integer(i.dtype) for i in multi_index):
     raise TypeError("jnp.ravel_multi_index: only integer coordinate arrays are supported.")
+  dtype = _flat_index_dtype(dtype, dims, multi_index)
   if mode == "raise":
     for i, d in zip(multi_index, dims):
       host = core.concrete_or_error(
@@ -745,9 +763,24 @@ def ravel_multi_index(multi_index: Sequence[Any], dims: Sequence[int], mode: str
     raise ValueError(f"jnp.ravel_multi_index: order must be 'C' or 'F', got {order!r}.")
   strides = _strides(dims if order == "C" else dims[::-1])
   strides = strides if order == "C" else strides[::-1]
-  multi_index = util.promote_dtypes(*multi_index)
+  multi_index = [lax.convert_element_type(i, dtype) for i in multi_index]
   return sum((ufuncs.multiply(i, s) for i, s in zip(multi_index[1:], strides[1:])),
              start=ufuncs.multiply(multi_index[0], strides[0]))
+
+
+def _flat_index_dtype(dtype: Any, dims: tuple[int, ...], multi_index: list[Any]) -> np.dtype:
+  if dtype is None:
+    dtype = dtypes.result_type(int, *multi_index)
+  else:
+    dtypes.check_user_dtype_supported(dtype, "ravel_multi_index")
+    dtype = dtypes.canonicalize_dtype(dtype)
+  if not dtypes.is_integer(dtype):
+    raise ValueError(f"jnp.ravel_multi_index: dtype must be an integer type, got {dtype}.")
+  if math.prod(dims) - 1 > np.iinfo(dtype).max:
+    raise ValueError(f"jnp.ravel_multi_index: dtype {dtype} cannot hold the flat indices of "
+                     f"an array of shape {dims}; pass a wider one as dtype= (e.g. "
+                     f"np.min_scalar_type({math.prod(dims) - 1})).")
+  return dtype
 
 
 def _strides(dims: tuple[int, ...]) -> list[int]:

@@ -48,13 +48,15 @@ def sort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
 
 @memoize_eager_operations
 def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = None,
-            stable: bool = True, descending: bool = False) -> Any:
+            stable: bool = True, descending: bool = False, dtype: Any = None) -> Any:
   """The indices that sort `a` along `axis` (of the flattened array when `axis` is None).
+  `dtype` is theirs (the default integer by default): a narrower one saves memory, and
+  wraps around, as JAX's, if it cannot hold the length.
 
   Example: `argsort(jnp.array([3., 1., 2.]))` is `[1, 2, 0]`.
   """
   a, axis = _array_and_axis("argsort", a, axis, kind, order)
-  indices = lax.broadcasted_iota(dtypes.default_int_dtype(), np.shape(a), axis)
+  indices = lax.broadcasted_iota(_index_dtype(dtype), np.shape(a), axis)
   if not descending:
     return lax_sorting.sort_key_val(a, indices, dimension=axis, is_stable=stable)[1]
   # Sorting the reversed array ascending and reversing the result puts equal keys back in
@@ -63,6 +65,17 @@ def argsort(a: Any, axis: int | None = -1, *, kind: Any = None, order: None = No
   _, indices = lax_sorting.sort_key_val(reverse(a), reverse(indices), dimension=axis,
                                         is_stable=stable)
   return reverse(indices)
+
+
+def _index_dtype(dtype: Any) -> np.dtype:
+  if dtype is None:
+    return dtypes.default_int_dtype()
+  dtypes.check_user_dtype_supported(dtype, "argsort")
+  dtype = dtypes.canonicalize_dtype(dtype)
+  if not (dtypes.is_integer(dtype) or dtypes.is_inexact(dtype)):  # as lax.iota's, in JAX
+    raise TypeError(f"jnp.argsort: dtype must be an integer, floating or complex type, got "
+                    f"{dtype}.")
+  return dtype
 
 
 def lexsort(keys: Sequence[Any], axis: int = -1) -> Any:
