@@ -180,3 +180,15 @@ def test_random_out_sharding():
                              (jaxon.sharding.AxisType.Auto,))
   with pytest.raises(ValueError, match="cannot contain axis names that are of type Auto"):
     jaxon.random.normal(key, (4,), out_sharding=NamedSharding(auto, PartitionSpec("x")))
+
+
+def test_array_byteswap_clone_platform():
+  x = jnp.array([1, 256, -2], jnp.int16)
+  np.testing.assert_array_equal(x.byteswap(), np.array([1, 256, -2], np.int16).byteswap())
+  f = jnp.arange(3.0)
+  np.testing.assert_array_equal(jaxon.jit(lambda v: v.byteswap())(f),
+                                np.arange(3.0, dtype=np.float32).byteswap())
+  with pytest.raises(ValueError, match="Inplace"):
+    f.byteswap(inplace=True)
+  np.testing.assert_array_equal(f.clone(), f)
+  assert f.platform() == jaxon.devices()[0].platform

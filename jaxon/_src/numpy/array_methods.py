@@ -15,7 +15,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes, traceback_util
 from jaxon._src.errors import ConcretizationTypeError
-from jaxon._src.lax import lax, slicing, structural
+from jaxon._src.lax import lax, shape_ops, slicing, structural
 from jaxon._src.numpy import (creation, indexing, lax_numpy, linear, reductions, searching,
                               shape, sorting, ufuncs)
 from jaxon._src.xla.array import Array
@@ -113,6 +113,18 @@ _ROWS_PER_UNSTACK = 100
 
 def _copy(self: Any) -> Any:
   return lax_numpy.copy(self)
+
+
+def _byteswap(self: Any, inplace: bool = False) -> Any:
+  """The array with each element's bytes in reverse order (NumPy's `byteswap`)."""
+  if inplace:
+    raise ValueError("Inplace byteswapping is not supported: jaxon arrays are immutable.")
+  itemsize = self.dtype.itemsize
+  if itemsize == 1:
+    return self
+  unsigned = np.dtype(f"uint{8 * itemsize}")
+  as_bytes = lax.bitcast_convert_type(lax.bitcast_convert_type(self, unsigned), np.uint8)
+  return lax.bitcast_convert_type(shape_ops.rev(as_bytes, (as_bytes.ndim - 1,)), self.dtype)
 
 
 def _deepcopy(self: Any, memo: Any) -> Any:
@@ -279,7 +291,8 @@ _METHODS: dict[str, Any] = {
     "dot": linear.dot, "sort": sorting.sort, "argsort": _argsort,
     "argpartition": _argpartition,
     # copies, devices, host data, sizes
-    "copy": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy, "to_device": _to_device,
+    "copy": _copy, "clone": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy,
+    "byteswap": _byteswap, "to_device": _to_device,
     "tobytes": _tobytes, "__array_namespace__": _array_namespace,
     "itemsize": property(lambda self: self.dtype.itemsize),  # keys' too: 8 bytes
     "nbytes": property(lambda self: self.size * self.dtype.itemsize),

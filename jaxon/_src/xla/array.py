@@ -173,6 +173,10 @@ class Array(metaclass=_ArrayMeta):
   def devices(self) -> set[client.Device]:
     return set(self.sharding.device_set)
 
+  def platform(self) -> str:
+    """The platform of the devices the Array is on ('cpu', 'gpu')."""
+    return next(iter(self.sharding.device_set)).platform
+
   @property
   def device(self) -> client.Device:
     devices = self.sharding._device_assignment
