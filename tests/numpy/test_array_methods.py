@@ -18,20 +18,21 @@ from tests.transform_util import check_vmap
 from tests.util import check_grads
 
 # The public methods and properties JAX's Array and its tracers share (jax.Array in JAX
-# 0.4.3x/0.5: jax/_src/numpy/array_methods.py's method and property tables).
+# 0.4.3x/0.5: jax/_src/numpy/array_methods.py's method and property tables; byteswap as
+# JAX 0.10.2 has it, whose Array alone also has `clone`).
 JAX_ARRAY_METHODS = {
     "all", "any", "argmax", "argmin", "argpartition", "argsort", "astype", "choose", "clip",
     "compress", "conj", "conjugate", "copy", "cumprod", "cumsum", "diagonal", "dot",
     "flatten", "item", "max", "mean", "min", "nonzero", "prod", "ptp", "ravel", "repeat",
     "reshape", "round", "searchsorted", "sort", "squeeze", "std", "sum", "swapaxes", "take",
-    "to_device", "tolist", "tobytes", "trace", "transpose", "var", "view",
+    "to_device", "tolist", "tobytes", "trace", "transpose", "var", "view", "byteswap",
 }
 JAX_ARRAY_PROPERTIES = {
     "T", "mT", "at", "dtype", "flat", "imag", "itemsize", "nbytes", "ndim", "real", "shape",
     "size", "weak_type",
 }
 # NumPy ndarray methods JAX leaves out on purpose (they mutate, or need a host loop).
-NUMPY_ONLY = {"fill", "byteswap", "resize", "put", "itemset", "setflags", "partition",
+NUMPY_ONLY = {"fill", "resize", "put", "itemset", "setflags", "partition",
               "setfield", "getfield", "dump", "dumps", "tofile", "newbyteorder"}
 
 F32 = dict(rtol=2e-5, atol=2e-5)

@@ -291,8 +291,8 @@ _METHODS: dict[str, Any] = {
     "dot": linear.dot, "sort": sorting.sort, "argsort": _argsort,
     "argpartition": _argpartition,
     # copies, devices, host data, sizes
-    "copy": _copy, "clone": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy,
-    "byteswap": _byteswap, "to_device": _to_device,
+    "copy": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy, "byteswap": _byteswap,
+    "to_device": _to_device,
     "tobytes": _tobytes, "__array_namespace__": _array_namespace,
     "itemsize": property(lambda self: self.dtype.itemsize),  # keys' too: 8 bytes
     "nbytes": property(lambda self: self.size * self.dtype.itemsize),
@@ -311,7 +311,7 @@ def install(cls: type, methods: dict[str, Any] = _METHODS) -> None:
     setattr(cls, name, fn)
 
 
-install(Array)
+install(Array, {**_METHODS, "clone": _copy})  # JAX's tracers have no `clone`
 # A tracer's rows are indexed one by one, as JAX's are (the jaxprs show `index_in_dim`s).
 install(core.Tracer, {**{k: v for k, v in _METHODS.items() if k != "__iter__"},
                       **_TRACER_METHODS})
