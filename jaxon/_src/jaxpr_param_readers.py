@@ -23,6 +23,7 @@ from jaxon._src.lax import custom_derivatives as cd
 from jaxon._src.lax import ragged_dot
 from jaxon._src.lax import linalg as lax_linalg
 from jaxon._src.lax.control_flow import remat, solves
+from jaxon._src.lax.dot_algorithms import AccuracyMode, Tolerance
 from jaxon._src.lax.dot_general import DotAlgorithm, DotAlgorithmPreset, Precision
 
 # ----------------------------------------------------------------------------- values
@@ -63,15 +64,15 @@ class Unreadable(Exception):
 
 
 
-# Named tuples whose text `Name(field=value, ...)` is read back by calling them, and enums
-# whose members print as `Name.MEMBER`.
+# Named tuples (and `Tolerance`) whose text `Name(field=value, ...)` is read back by calling
+# them, and enums whose members print as `Name.MEMBER`.
 CONSTRUCTORS: dict[str, Callable[..., Any]] = {c.__name__: c for c in (
     gather_scatter.GatherDimensionNumbers, gather_scatter.ScatterDimensionNumbers,
     convolution.ConvDimensionNumbers, solves._SolveJaxprs, DotAlgorithm,
-    ragged_dot.RaggedDotDimensionNumbers)}
+    ragged_dot.RaggedDotDimensionNumbers, Tolerance)}
 _ENUMS: dict[str, Any] = {e.__name__: e for e in (
     Precision, gather_scatter.GatherScatterMode, fft.FftType, lax_linalg.SvdAlgorithm,
-    barriers_tokens.ArrayCopySemantics)}
+    barriers_tokens.ArrayCopySemantics, AccuracyMode)}
 
 
 class Dims:

@@ -166,7 +166,8 @@ jet_rules[lax.atan2_p] = _atan2_rule
 # ----------------------------------------------------------------------------- exp, log, pow
 
 
-def _exp_rule(primals_in: Sequence[Any], series_in: Sequence[Series]) -> tuple[Any, Series]:
+def _exp_rule(primals_in: Sequence[Any], series_in: Sequence[Series], **_: Any
+              ) -> tuple[Any, Series]:
   """`v = exp(u)` solves `v' = v u'`."""
   (x,), (terms,) = primals_in, series_in
   u, v = [x, *terms], [lax.exp(x)]
@@ -178,7 +179,8 @@ def _exp_rule(primals_in: Sequence[Any], series_in: Sequence[Series]) -> tuple[A
 jet_rules[lax.exp_p] = _exp_rule
 
 
-def _log_rule(primals_in: Sequence[Any], series_in: Sequence[Series]) -> tuple[Any, Series]:
+def _log_rule(primals_in: Sequence[Any], series_in: Sequence[Series], **_: Any
+              ) -> tuple[Any, Series]:
   """`v = log(u)` solves `u v' = u'`: `k u_0 v_k = k u_k - sum_{j<k} j v_j u_{k-j}`."""
   (x,), (terms,) = primals_in, series_in
   u, v = [x, *terms], [lax.log(x)]
@@ -227,7 +229,7 @@ jet_rules[lax.integer_pow_p] = _integer_pow_rule
 # ----------------------------------------------------------------------------- logistic, tanh
 
 
-def _logistic_rule(primals_in: Sequence[Any], series_in: Sequence[Series]
+def _logistic_rule(primals_in: Sequence[Any], series_in: Sequence[Series], **_: Any
                    ) -> tuple[Any, Series]:
   """`v = logistic(u)` solves `v' = e u'` with `e = v (1 - v)`, whose coefficients follow
   from those of `v` built so far."""
@@ -243,7 +245,8 @@ def _logistic_rule(primals_in: Sequence[Any], series_in: Sequence[Series]
 jet_rules[lax.logistic_p] = _logistic_rule
 
 
-def _tanh_rule(primals_in: Sequence[Any], series_in: Sequence[Series]) -> tuple[Any, Series]:
+def _tanh_rule(primals_in: Sequence[Any], series_in: Sequence[Series], **_: Any
+               ) -> tuple[Any, Series]:
   """`tanh(x) = 2 logistic(2x) - 1`."""
   (x,), (terms,) = primals_in, series_in
   s0, s_terms = _logistic_rule((2 * x,), ([2 * t for t in terms],))
@@ -268,7 +271,7 @@ def _sine_cosine_series(sin: Callable, cos: Callable, sign: int, x: Any, terms: 
 
 
 def _sinusoid_rule(sin: Callable, cos: Callable, sign: int, want_cos: bool,
-                   primals_in: Sequence[Any], series_in: Sequence[Series]
+                   primals_in: Sequence[Any], series_in: Sequence[Series], **_: Any
                    ) -> tuple[Any, Series]:
   s, c = _sine_cosine_series(sin, cos, sign, primals_in[0], series_in[0])
   out = c if want_cos else s

@@ -125,7 +125,8 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: PaddingL
                    rhs_dilation: Sequence[int] | None = None,
                    dimension_numbers: ConvGeneralDilatedDimensionNumbers = None,
                    transpose_kernel: bool = False, precision: dg.PrecisionLike = None,
-                   preferred_element_type: Any = None) -> Any:
+                   preferred_element_type: Any = None,
+                   use_consistent_padding: bool = False) -> Any:
   """Transposed ("deconvolution") convolution: upsamples `lhs` by `strides`.
 
   It is a convolution of the input dilated by `strides`. With 'SAME' padding the output
@@ -133,6 +134,13 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: PaddingL
   stride), per spatial dimension. Dimension numbers default to channels-last (`NHWC`, `HWIO`);
   `transpose_kernel=True` flips the kernel spatially and swaps its in/out features, which
   makes this the gradient of `conv_general_dilated` with respect to its input.
+
+  A string `padding` names the forward convolution's padding; (low, high) pairs are by
+  default the padding of the dilated input here, but with `use_consistent_padding=True`
+  they too are the forward convolution's, as PyTorch reads them: each side gets
+  `dilated kernel size - 1 - pad`, so that the result is the gradient of `conv` given the
+  same padding and strides (and `transpose_kernel=True`). The default keeps the older,
+  inconsistent reading that existing code relies on.
   """
   ndim = np.ndim(lhs)
   if ndim != np.ndim(rhs) or ndim < 2:
@@ -146,9 +154,11 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: PaddingL
   dnums = conv_dimension_numbers(np.shape(lhs), np.shape(rhs), dimension_numbers)
   rhs_dilation = _spatial_ints("rhs_dilation", rhs_dilation, ndim - 2)
   strides = _spatial_ints("strides", strides, ndim - 2)
-  if isinstance(padding, str):
+  if isinstance(padding, str) or use_consistent_padding:
     kernel = [_dilate_dim(np.shape(rhs)[d], r) for d, r in zip(dnums.rhs_spec[2:], rhs_dilation)]
-    padding = [_conv_transpose_padding(k, s, padding) for k, s in zip(kernel, strides)]
+    forward = ([padding] * len(kernel) if isinstance(padding, str)
+               else _padding_pairs(padding, len(kernel)))
+    padding = [_conv_transpose_padding(k, s, p) for k, s, p in zip(kernel, strides, forward)]
   if transpose_kernel:
     rhs = _transpose_kernel(rhs, dnums)
   return conv_general_dilated(lhs, rhs, (1,) * (ndim - 2), padding, lhs_dilation=strides,
@@ -156,9 +166,14 @@ def conv_transpose(lhs: Any, rhs: Any, strides: Sequence[int], padding: PaddingL
                               precision=precision, preferred_element_type=preferred_element_type)
 
 
-def _conv_transpose_padding(kernel: int, stride: int, padding: str) -> tuple[int, int]:
+def _conv_transpose_padding(kernel: int, stride: int, padding: str | tuple[int, int]
+                            ) -> tuple[int, int]:
   """Padding of the stride-dilated input that gives 'SAME' (input * stride) or 'VALID'
-  ((input - 1) * stride + max(kernel, stride)) output sizes."""
+  ((input - 1) * stride + max(kernel, stride)) output sizes, or that undoes a forward
+  convolution's (low, high) padding."""
+  if not isinstance(padding, str):
+    low, high = padding
+    return kernel - 1 - low, kernel - 1 - high
   if padding == "SAME":
     total = kernel + stride - 2
     low = kernel - 1 if stride > kernel - 1 else -(-total // 2)

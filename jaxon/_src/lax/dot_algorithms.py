@@ -231,3 +231,32 @@ class Tolerance:
     self.atol = atol
     self.rtol = rtol
     self.ulps = ulps
+
+  # Equal values make equal params, so a new Tolerance of the same values finds the
+  # programs compiled for an earlier one; the repr is how a jaxpr's text reads it back.
+  def _values(self) -> tuple[float, float, int]:
+    return self.atol, self.rtol, self.ulps
+
+  def __eq__(self, other: object) -> bool:
+    return type(other) is Tolerance and self._values() == other._values()
+
+  def __hash__(self) -> int:
+    return hash((Tolerance, self._values()))
+
+  def __repr__(self) -> str:
+    return f"Tolerance(atol={self.atol}, rtol={self.rtol}, ulps={self.ulps})"
+
+
+Accuracy = Tolerance | AccuracyMode
+
+
+def result_accuracy_attr(accuracy: Accuracy) -> Any:
+  """The `result_accuracy` attribute of a StableHLO transcendental op: a mode, or the
+  tolerances with mode TOLERANCE."""
+  if isinstance(accuracy, AccuracyMode):
+    return hlo.ResultAccuracyAttr.get(0.0, 0.0, 0, accuracy.name)
+  if isinstance(accuracy, Tolerance):
+    return hlo.ResultAccuracyAttr.get(float(accuracy.atol), float(accuracy.rtol),
+                                      int(accuracy.ulps), "TOLERANCE")
+  raise NotImplementedError(f"accuracy must be a lax.Tolerance or a lax.AccuracyMode, got "
+                            f"{accuracy!r}.")

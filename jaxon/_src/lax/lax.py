@@ -25,6 +25,7 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dimension_value, utils
+from jaxon._src.lax.dot_algorithms import Accuracy, AccuracyMode, Tolerance, result_accuracy_attr
 from jaxon._src.xla.array import Array, copy_array, device_put_numpy, scalar_constant
 
 # Dtype classes an operand may belong to (checked with dtypes.issubdtype).
@@ -59,8 +60,13 @@ def broadcast_to_out(ctx: mlir.LoweringRuleContext, args: Sequence[ir.Value]) ->
 
 
 def _nary_lowering(op: Callable[..., ir.Value]) -> mlir.LoweringRule:
-  def rule(ctx: mlir.LoweringRuleContext, *args: ir.Value, **params: Any) -> list[ir.Value]:
-    return [op(*broadcast_to_out(ctx, args))]
+  """The rule of a primitive that is `op` of its broadcast operands; the transcendental
+  functions' `accuracy` becomes the op's `result_accuracy` attribute."""
+  def rule(ctx: mlir.LoweringRuleContext, *args: ir.Value, accuracy: Accuracy | None = None,
+           **params: Any) -> list[ir.Value]:
+    if accuracy is None:
+      return [op(*broadcast_to_out(ctx, args))]
+    return [op(*broadcast_to_out(ctx, args), result_accuracy=result_accuracy_attr(accuracy))]
   return rule
 
 
@@ -175,10 +181,10 @@ expm1_p = _elementwise("expm1", _inexact, hlo.exponential_minus_one)
 sqrt_p = _elementwise("sqrt", _inexact, hlo.sqrt)
 rsqrt_p = _elementwise("rsqrt", _inexact, hlo.rsqrt)
 cbrt_p = _elementwise("cbrt", _float, hlo.cbrt)
-logistic_p = _elementwise("logistic", _inexact, hlo.logistic)
-sin_p = _elementwise("sin", _inexact, hlo.sine)
-cos_p = _elementwise("cos", _inexact, hlo.cosine)
-tan_p = _elementwise("tan", _inexact, chlo.tan)
+logistic_p = _elementwise("logistic", _inexact, None)
+sin_p = _elementwise("sin", _inexact, None)
+cos_p = _elementwise("cos", _inexact, None)
+tan_p = _elementwise("tan", _inexact, None)
 asin_p = _elementwise("asin", _inexact, chlo.asin)
 acos_p = _elementwise("acos", _inexact, chlo.acos)
 atan_p = _elementwise("atan", _inexact, chlo.atan)
@@ -221,9 +227,43 @@ def _round_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
   return [hlo.round_nearest_even(x)]
 
 
-def _exp2_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value) -> list[ir.Value]:
-  """2**x as e**(x log 2): StableHLO has no exp2."""
-  return [hlo.exponential(hlo.multiply(mlir.full_like_aval(np.log(2), ctx.avals_in[0]), x))]
+def _exp2_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
+                   accuracy: Accuracy | None = None) -> list[ir.Value]:
+  """2**x as e**(x log 2): StableHLO has no exp2. The accuracy asked for is the
+  exponential's."""
+  scaled = hlo.multiply(mlir.full_like_aval(np.log(2), ctx.avals_in[0]), x)
+  if accuracy is None:
+    return [hlo.exponential(scaled)]
+  return [hlo.exponential(scaled, result_accuracy=result_accuracy_attr(accuracy))]
+
+
+def _sinusoid_lowering(op: Callable[..., ir.Value]) -> mlir.LoweringRule:
+  """sin and cos. JAX computes those of complex numbers from real sines, cosines and
+  `expm1`s that are not given the accuracy, so a complex operand's op goes without the
+  attribute here too: its results stay those of the plain function, as JAX's do."""
+  def rule(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
+           accuracy: Accuracy | None = None) -> list[ir.Value]:
+    if accuracy is None or dtypes.is_complex(ctx.avals_in[0].dtype):
+      return [op(x)]
+    return [op(x, result_accuracy=result_accuracy_attr(accuracy))]
+  return rule
+
+
+def _tan_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
+                  accuracy: Accuracy | None = None) -> list[ir.Value]:
+  """CHLO's tan has no `result_accuracy`: with an accuracy it is StableHLO's, as JAX
+  lowers it."""
+  if accuracy is None:
+    return [chlo.tan(x)]
+  return [hlo.tan(x, result_accuracy=result_accuracy_attr(accuracy))]
+
+
+def _logistic_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
+                       accuracy: Accuracy | None = None) -> list[ir.Value]:
+  """The accuracy only chooses the derivative's formula: JAX lowers logistic as
+  1 / (1 + exp(-x)) without the attribute, so XLA's choice of implementation, and with it
+  the result, is the plain function's."""
+  return [hlo.logistic(x)]
 
 
 def _conj_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
@@ -238,6 +278,10 @@ def _conj_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, *,
 mlir.register_lowering(sign_p, _sign_lowering)
 mlir.register_lowering(round_p, _round_lowering)
 mlir.register_lowering(exp2_p, _exp2_lowering)
+mlir.register_lowering(sin_p, _sinusoid_lowering(hlo.sine))
+mlir.register_lowering(cos_p, _sinusoid_lowering(hlo.cosine))
+mlir.register_lowering(tan_p, _tan_lowering)
+mlir.register_lowering(logistic_p, _logistic_lowering)
 mlir.register_lowering(conj_p, _conj_lowering)
 
 
@@ -285,65 +329,85 @@ def abs(x: Any) -> Any:
   return abs_p.bind(x)
 
 
-def exp(x: Any) -> Any:
-  r"""Elementwise exponential :math:`e^x`."""
-  return exp_p.bind(x)
+def _bind_with_accuracy(prim: core.Primitive, x: Any, accuracy: Accuracy | None) -> Any:
+  """Without an accuracy the primitive has no `accuracy` param at all (JAX's is None, and
+  hidden when printed), so jaxprs, programs and caches are those of the plain function."""
+  if accuracy is None:
+    return prim.bind(x)
+  if not isinstance(accuracy, (Tolerance, AccuracyMode)):
+    raise TypeError(f"{prim.name}: accuracy must be None, a lax.Tolerance or a "
+                    f"lax.AccuracyMode, got {accuracy!r}.")
+  return prim.bind(x, accuracy=accuracy)
 
 
-def exp2(x: Any) -> Any:
+def exp(x: Any, *, accuracy: Accuracy | None = None) -> Any:
+  r"""Elementwise exponential :math:`e^x`.
+
+  `accuracy` asks the compiler for an implementation by the error it may make: a
+  `Tolerance` (atol/rtol/ulps) or `AccuracyMode.HIGHEST`/`DEFAULT`, which becomes the
+  StableHLO op's `result_accuracy` (XLA on CPU computes the float32 values of the plain
+  function either way). With HIGHEST, the derivatives of expm1, tanh and logistic take
+  formulas that keep their precision where the plain ones cancel. The other transcendental
+  functions (exp2, log, log1p, expm1, tanh, logistic, sin, cos, tan, sqrt, rsqrt, cbrt)
+  take it too.
+  """
+  return _bind_with_accuracy(exp_p, x, accuracy)
+
+
+def exp2(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise base-2 exponential :math:`2^x`."""
-  return exp2_p.bind(x)
+  return _bind_with_accuracy(exp2_p, x, accuracy)
 
 
-def log(x: Any) -> Any:
+def log(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise natural logarithm :math:`\log x`."""
-  return log_p.bind(x)
+  return _bind_with_accuracy(log_p, x, accuracy)
 
 
-def log1p(x: Any) -> Any:
+def log1p(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise :math:`\log(1 + x)`, accurate for small `x` where `log(1 + x)` is not."""
-  return log1p_p.bind(x)
+  return _bind_with_accuracy(log1p_p, x, accuracy)
 
 
-def expm1(x: Any) -> Any:
+def expm1(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise :math:`e^x - 1`, accurate for small `x` where `exp(x) - 1` is not."""
-  return expm1_p.bind(x)
+  return _bind_with_accuracy(expm1_p, x, accuracy)
 
 
-def sqrt(x: Any) -> Any:
+def sqrt(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise square root :math:`\sqrt{x}`."""
-  return sqrt_p.bind(x)
+  return _bind_with_accuracy(sqrt_p, x, accuracy)
 
 
-def rsqrt(x: Any) -> Any:
+def rsqrt(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise reciprocal square root :math:`1/\sqrt{x}` (one op, not two)."""
-  return rsqrt_p.bind(x)
+  return _bind_with_accuracy(rsqrt_p, x, accuracy)
 
 
-def cbrt(x: Any) -> Any:
+def cbrt(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise real cube root :math:`\sqrt[3]{x}` (negative for negative `x`)."""
-  return cbrt_p.bind(x)
+  return _bind_with_accuracy(cbrt_p, x, accuracy)
 
 
-def logistic(x: Any) -> Any:
+def logistic(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise logistic sigmoid :math:`1 / (1 + e^{-x})`, without overflow for large
   negative `x`."""
-  return logistic_p.bind(x)
+  return _bind_with_accuracy(logistic_p, x, accuracy)
 
 
-def sin(x: Any) -> Any:
+def sin(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise sine :math:`\sin x`."""
-  return sin_p.bind(x)
+  return _bind_with_accuracy(sin_p, x, accuracy)
 
 
-def cos(x: Any) -> Any:
+def cos(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise cosine :math:`\cos x`."""
-  return cos_p.bind(x)
+  return _bind_with_accuracy(cos_p, x, accuracy)
 
 
-def tan(x: Any) -> Any:
+def tan(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise tangent :math:`\tan x`."""
-  return tan_p.bind(x)
+  return _bind_with_accuracy(tan_p, x, accuracy)
 
 
 def asin(x: Any) -> Any:
@@ -371,9 +435,9 @@ def cosh(x: Any) -> Any:
   return cosh_p.bind(x)
 
 
-def tanh(x: Any) -> Any:
+def tanh(x: Any, *, accuracy: Accuracy | None = None) -> Any:
   r"""Elementwise hyperbolic tangent :math:`\tanh x`."""
-  return tanh_p.bind(x)
+  return _bind_with_accuracy(tanh_p, x, accuracy)
 
 
 def asinh(x: Any) -> Any:
@@ -444,6 +508,31 @@ def _conj_transpose(ct: Any, x: Any, *, input_dtype: np.dtype) -> list[Any]:
   return [conj(ct) if dtypes.is_complex(input_dtype) else real(ct)]
 
 
+# The transcendental functions' rules take their `accuracy` (absent: None). sin and cos ask
+# the same accuracy of each other; with HIGHEST, expm1, tanh and logistic use formulas that
+# do not lose precision where f(x) is near 1 or -1 (`ans + 1`, `1 - ans**2`, `1 - ans`
+# cancel), as JAX's rules do.
+def _expm1_jvp(g: Any, ans: Any, x: Any, *, accuracy: Accuracy | None = None) -> Any:
+  if accuracy is AccuracyMode.HIGHEST:
+    return mul(g, exp(x, accuracy=accuracy))
+  return mul(g, add(ans, _const(ans, 1)))
+
+
+def _tanh_jvp(g: Any, ans: Any, x: Any, *, accuracy: Accuracy | None = None) -> Any:
+  """1 - tanh(x)**2 is 4 logistic(2x) logistic(-2x)."""
+  if accuracy is AccuracyMode.HIGHEST:
+    return mul(g, mul(_const(x, 4), mul(logistic(mul(_const(x, 2), x), accuracy=accuracy),
+                                        logistic(mul(_const(x, -2), x), accuracy=accuracy))))
+  return mul(add(g, mul(g, ans)), sub(_const(x, 1), ans))
+
+
+def _logistic_jvp(g: Any, ans: Any, x: Any, *, accuracy: Accuracy | None = None) -> Any:
+  """1 - logistic(x) is logistic(-x) (JAX's rule does not pass the accuracy to it)."""
+  if accuracy is AccuracyMode.HIGHEST:
+    return mul(g, mul(ans, logistic(neg(x))))
+  return mul(g, mul(ans, sub(_const(ans, 1), ans)))
+
+
 for _p in (sign_p, floor_p, ceil_p, round_p, is_finite_p):
   ad.defjvp(_p, None)
 ad.deflinear(neg_p, lambda ct, x: [neg(ct)])
@@ -452,24 +541,26 @@ ad.deflinear(imag_p, lambda ct, x: [complex(_const(ct, 0), neg(ct))])
 ad.deflinear(conj_p, _conj_transpose)
 # Where f' is written with f(x), the rule takes it from the output (`defjvp2`), as JAX's.
 ad.defjvp2(abs_p, _abs_jvp)
-ad.defjvp2(exp_p, lambda g, ans, x: mul(g, ans))
-ad.defjvp2(exp2_p, lambda g, ans, x: mul(_const(x, np.log(2)), mul(g, ans)))
-ad.defjvp(log_p, lambda g, x: div(g, x))
-ad.defjvp(log1p_p, lambda g, x: div(g, add(x, _const(x, 1))))
-ad.defjvp2(expm1_p, lambda g, ans, x: mul(g, add(ans, _const(ans, 1))))
-ad.defjvp2(sqrt_p, lambda g, ans, x: mul(g, div(_const(x, 0.5), ans)))
-ad.defjvp2(rsqrt_p, lambda g, ans, x: mul(g, mul(_const(x, -0.5), div(ans, x))))
-ad.defjvp2(cbrt_p, lambda g, ans, x: mul(g, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
-ad.defjvp2(logistic_p, lambda g, ans, x: mul(g, mul(ans, sub(_const(ans, 1), ans))))
-ad.defjvp(sin_p, lambda g, x: mul(g, cos(x)))
-ad.defjvp(cos_p, lambda g, x: neg(mul(g, sin(x))))
-ad.defjvp2(tan_p, lambda g, ans, x: mul(g, add(_const(x, 1), integer_pow(ans, 2))))
+ad.defjvp2(exp_p, lambda g, ans, x, accuracy=None: mul(g, ans))
+ad.defjvp2(exp2_p, lambda g, ans, x, accuracy=None: mul(_const(x, np.log(2)), mul(g, ans)))
+ad.defjvp(log_p, lambda g, x, accuracy=None: div(g, x))
+ad.defjvp(log1p_p, lambda g, x, accuracy=None: div(g, add(x, _const(x, 1))))
+ad.defjvp2(expm1_p, _expm1_jvp)
+ad.defjvp2(sqrt_p, lambda g, ans, x, accuracy=None: mul(g, div(_const(x, 0.5), ans)))
+ad.defjvp2(rsqrt_p, lambda g, ans, x, accuracy=None: mul(g, mul(_const(x, -0.5), div(ans, x))))
+ad.defjvp2(cbrt_p, lambda g, ans, x, accuracy=None: mul(
+    g, mul(_const(x, 1 / 3), integer_pow(ans, -2))))
+ad.defjvp2(logistic_p, _logistic_jvp)
+ad.defjvp(sin_p, lambda g, x, accuracy=None: mul(g, cos(x, accuracy=accuracy)))
+ad.defjvp(cos_p, lambda g, x, accuracy=None: neg(mul(g, sin(x, accuracy=accuracy))))
+ad.defjvp2(tan_p, lambda g, ans, x, accuracy=None: mul(
+    g, add(_const(x, 1), integer_pow(ans, 2))))
 ad.defjvp(asin_p, lambda g, x: mul(g, rsqrt(sub(_const(x, 1), mul(x, x)))))
 ad.defjvp(acos_p, lambda g, x: neg(mul(g, rsqrt(sub(_const(x, 1), mul(x, x))))))
 ad.defjvp(atan_p, lambda g, x: div(g, add(_const(x, 1), mul(x, x))))
 ad.defjvp(sinh_p, lambda g, x: mul(g, cosh(x)))
 ad.defjvp(cosh_p, lambda g, x: mul(g, sinh(x)))
-ad.defjvp2(tanh_p, lambda g, ans, x: mul(add(g, mul(g, ans)), sub(_const(x, 1), ans)))
+ad.defjvp2(tanh_p, _tanh_jvp)
 ad.defjvp(asinh_p, lambda g, x: mul(g, rsqrt(add(mul(x, x), _const(x, 1)))))
 ad.defjvp(acosh_p, lambda g, x: mul(g, rsqrt(mul(sub(x, _const(x, 1)), add(x, _const(x, 1))))))
 ad.defjvp(atanh_p, lambda g, x: div(g, sub(_const(x, 1), mul(x, x))))
@@ -485,7 +576,6 @@ ad.defjvp(digamma_p, lambda g, x: mul(g, polygamma(_const(x, 1), x)))
 
 add_p = _elementwise("add", _num, hlo.add)
 sub_p = _elementwise("sub", _num, hlo.subtract)
-mul_p = _elementwise("mul", _num, hlo.multiply)
 div_p = _elementwise("div", _num, hlo.divide)
 rem_p = _elementwise("rem", (*_int, *_float), hlo.remainder)
 max_p = _elementwise("max", _any, None)
@@ -507,6 +597,18 @@ def _pow_dtype(x: ShapedArray, y: ShapedArray) -> np.dtype:
 
 
 pow_p = _elementwise("pow", _num, None, result_dtype=_pow_dtype, same_dtypes=False)
+
+
+def _mul_dtype(x: ShapedArray, y: ShapedArray, *, out_dtype: np.dtype | None = None
+               ) -> np.dtype:
+  """With an `out_dtype` the operands may differ: both are converted to it."""
+  if out_dtype is None:
+    utils.check_same_dtypes("mul", x, y)
+    return x.dtype
+  return out_dtype
+
+
+mul_p = _elementwise("mul", _num, None, result_dtype=_mul_dtype, same_dtypes=False)
 
 
 def _pow_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value) -> list[ir.Value]:
@@ -533,7 +635,18 @@ def _minmax_lowering(op: Callable[..., ir.Value], direction: str) -> mlir.Loweri
   return rule
 
 
+def _mul_lowering(ctx: mlir.LoweringRuleContext, x: ir.Value, y: ir.Value, *,
+                  out_dtype: np.dtype | None = None) -> list[ir.Value]:
+  x, y = broadcast_to_out(ctx, [x, y])
+  if out_dtype is not None:
+    out_type = mlir.aval_to_ir_type(ctx.avals_out[0])
+    x, y = (v if aval.dtype == out_dtype else hlo.convert(out_type, v)
+            for v, aval in zip((x, y), ctx.avals_in))
+  return [hlo.multiply(x, y)]
+
+
 mlir.register_lowering(pow_p, _pow_lowering)
+mlir.register_lowering(mul_p, _mul_lowering)
 mlir.register_lowering(max_p, _minmax_lowering(hlo.maximum, "GT"))
 mlir.register_lowering(min_p, _minmax_lowering(hlo.minimum, "LT"))
 
@@ -548,9 +661,16 @@ def sub(x: Any, y: Any) -> Any:
   return sub_p.bind(x, y)
 
 
-def mul(x: Any, y: Any) -> Any:
-  r"""Elementwise multiplication :math:`x \times y`."""
-  return mul_p.bind(x, y)
+def mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+  r"""Elementwise multiplication :math:`x \times y`.
+
+  With `out_dtype` the operands (which may then have different numeric dtypes) are
+  converted to it and multiplied there: `mul(a_bf16, b_f32, out_dtype=jnp.float32)`.
+  Without one they must have equal dtypes, and the primitive has no `out_dtype` param.
+  """
+  if out_dtype is None:
+    return mul_p.bind(x, y)
+  return mul_p.bind(x, y, out_dtype=dtypes.canonicalize_dtype(out_dtype))
 
 
 def div(x: Any, y: Any) -> Any:
@@ -604,10 +724,15 @@ def pow(x: Any, y: Any) -> Any:
 
 # Derivatives of the binary functions. A rule's result has the output's shape, so the
 # tangent of an operand that was broadcast is broadcast too.
-def _mul_transpose(ct: Any, x: Any, y: Any) -> list[Any]:
+def _mul_transpose(ct: Any, x: Any, y: Any, *, out_dtype: np.dtype | None = None
+                   ) -> list[Any]:
+  """The linear operand's cotangent, computed in its own dtype when an `out_dtype` made
+  the product's another."""
   if ad.is_undefined_primal(x):
-    return [_unbroadcast(x, mul(ct, y)), None]
-  return [None, _unbroadcast(y, mul(x, ct))]
+    dtype = None if out_dtype is None else x.aval.dtype
+    return [_unbroadcast(x, mul(ct, y, out_dtype=dtype)), None]
+  dtype = None if out_dtype is None else y.aval.dtype
+  return [None, _unbroadcast(y, mul(x, ct, out_dtype=dtype))]
 
 
 def _minmax_jvp(g: Any, out: Any, x: Any, other: Any) -> Any:
@@ -654,7 +779,8 @@ ad.primitive_transposes[sub_p] = lambda ct, x, y: [_unbroadcast(x, ct),
                                                    _unbroadcast(y, neg(ct))]
 ad.deflinear(complex_p, lambda ct, x, y: [_unbroadcast(x, real(ct)),
                                           _unbroadcast(y, neg(imag(ct)))])
-ad.defjvp(mul_p, lambda g, x, y: mul(g, y), lambda g, x, y: mul(x, g))
+ad.defjvp(mul_p, lambda g, x, y, out_dtype=None: mul(g, y, out_dtype=out_dtype),
+          lambda g, x, y, out_dtype=None: mul(x, g, out_dtype=out_dtype))
 ad.primitive_transposes[mul_p] = _mul_transpose
 ad.defjvp(div_p, lambda g, x, y: div(g, y),
           lambda g, x, y: mul(mul(neg(g), x), integer_pow(y, -2)))

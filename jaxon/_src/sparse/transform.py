@@ -128,7 +128,9 @@ def _integer_pow(mat: BCOO, *, y: int) -> BCOO:
 sparse_rules_bcoo[lax.integer_pow_p] = _integer_pow
 
 
-def _mul(x: Any, y: Any) -> Any:
+def _mul(x: Any, y: Any, *, out_dtype: Any = None) -> Any:
+  if out_dtype is not None:  # lax.mul(..., out_dtype): both operands in that dtype first
+    x, y = x.astype(out_dtype), y.astype(out_dtype)
   if _is_sparse(x) and _is_sparse(y):
     return x * y
   sp, other = (x, y) if _is_sparse(x) else (y, x)
