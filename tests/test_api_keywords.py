@@ -192,3 +192,17 @@ def test_array_byteswap_clone_platform():
     f.byteswap(inplace=True)
   np.testing.assert_array_equal(f.clone(), f)
   assert f.platform() == jaxon.devices()[0].platform
+
+
+def test_creation_out_sharding():
+  explicit = jaxon.sharding.Mesh(np.array(jaxon.devices()[:2]), ("x",),
+                                 (jaxon.sharding.AxisType.Explicit,))
+  sharding = NamedSharding(explicit, PartitionSpec("x"))
+  for make in (lambda: jnp.zeros(4, out_sharding=sharding),
+               lambda: jnp.arange(4.0, out_sharding=sharding),
+               lambda: jnp.asarray(np.ones(4), out_sharding=sharding),
+               lambda: jnp.full_like(np.ones(4), 2.0, out_sharding=sharding),
+               lambda: jaxon.jit(lambda: jnp.ones(4, out_sharding=sharding))()):
+    assert make().sharding == sharding
+  with pytest.raises(ValueError, match="device or out_sharding"):
+    jnp.zeros(4, device=jaxon.devices()[0], out_sharding=sharding)

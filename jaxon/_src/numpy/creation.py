@@ -42,7 +42,7 @@ def _float_dtype(dtype: Any) -> np.dtype:
 # ----------------------------------------------------------------------------- ranges
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
-           device: Any = None) -> Any:
+           device: Any = None, out_sharding: Any = None) -> Any:
   """Evenly spaced values in `[start, stop)` with spacing `step` (`arange(n)` is
   `0, 1, …, n - 1`).
 
@@ -52,7 +52,7 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None, *,
 
   Example: `jnp.arange(1, 10, 3)` is `[1, 4, 7]` (int32).
   """
-  return lax_numpy.place("arange", _arange(start, stop, step, dtype), device)
+  return lax_numpy.place("arange", _arange(start, stop, step, dtype), device, out_sharding)
 
 
 def _arange(start: Any, stop: Any, step: Any, dtype: Any) -> Any:

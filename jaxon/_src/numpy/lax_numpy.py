@@ -28,11 +28,17 @@ def _is_traced_or_array(x: Any) -> bool:
   return isinstance(x, (core.Tracer, Array)) or core.is_symbolic_dim(x)
 
 
-def place(fun_name: str, out: Any, device: Any) -> Any:
+def place(fun_name: str, out: Any, device: Any, out_sharding: Any = None) -> Any:
   """`out` committed to `device` (a Device or a Sharding; None leaves it where it was
   made). Under a trace `device_put` hands the tracer back (a NamedSharding becomes a
   sharding constraint), so inside `jit` the result stays where the program puts it, as
-  JAX's creation functions ignore `device` there."""
+  JAX's creation functions ignore `device` there. `out_sharding` is JAX's keyword of that
+  name (see `explicit_sharding.apply_out_sharding`)."""
+  if out_sharding is not None:
+    if device is not None:
+      raise ValueError(f"jnp.{fun_name}: pass device or out_sharding, not both.")
+    from jaxon._src import explicit_sharding  # it builds on jnp
+    return explicit_sharding.apply_out_sharding(out, out_sharding, f"jnp.{fun_name}")
   if device is None:
     return out
   if not isinstance(device, (client.Device, sharding_impls.Sharding)):
@@ -42,7 +48,8 @@ def place(fun_name: str, out: Any, device: Any) -> Any:
 
 
 def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None,
-          ndmin: int = 0, *, device: Any = None) -> Any:
+          ndmin: int = 0, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
   """Creates an array from an array, a NumPy value, a scalar, or nested lists/tuples of
   those (which may contain traced values).
 
@@ -77,7 +84,7 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None =
   if ndmin > np.ndim(out):
     out = lax.broadcast_in_dim(out, (1,) * (ndmin - np.ndim(out)) + np.shape(out),
                                range(ndmin - np.ndim(out), ndmin))
-  return place("array", out, device)
+  return place("array", out, device, out_sharding)
 
 
 def _host_array(object: Any, dtype: Any) -> np.ndarray:
@@ -130,10 +137,12 @@ def _stack_nested(object: Any, dtype: Any) -> Any:
 
 
 def asarray(a: Any, dtype: Any = None, order: str | None = None, copy: bool | None = None,
-            *, device: Any = None) -> Any:
+            *, device: Any = None,
+            out_sharding: Any = None) -> Any:
   """Like `array`; an Array that already has the dtype (and placement) is returned as it
   is."""
-  return array(a, dtype=dtype, copy=bool(copy), order=order, device=device)
+  return array(a, dtype=dtype, copy=bool(copy), order=order, device=device,
+               out_sharding=out_sharding)
 
 
 def copy(a: Any, order: str | None = None) -> Any:
@@ -146,7 +155,8 @@ def _creation_dtype(dtype: Any, fun_name: str = "zeros") -> np.dtype:
   return dtypes.canonicalize_dtype(dtypes.default_float_dtype() if dtype is None else dtype)
 
 
-def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
   """An array of `shape` filled with `fill_value` (a scalar, or an array broadcast to
   `shape`); the dtype is `fill_value`'s unless `dtype` is given. `device` (a Device or a
   Sharding) is where the result is committed.
@@ -157,7 +167,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None) 
     out = lax.full(shape, fill_value, dtype)
   else:
     out = _broadcast_to(asarray(fill_value, dtype), shape)
-  return place("full", out, device)
+  return place("full", out, device, out_sharding)
 
 
 def _broadcast_to(x: Any, shape: Any) -> Any:
@@ -172,23 +182,28 @@ def _broadcast_to(x: Any, shape: Any) -> Any:
   return lax.broadcast_in_dim(x, shape, range(len(shape) - len(x_shape), len(shape)))
 
 
-def zeros(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
   """An array of zeros (float32 by default)."""
-  return place("zeros", lax.full(shape, 0, _creation_dtype(dtype)), device)
+  return place("zeros", lax.full(shape, 0, _creation_dtype(dtype)), device, out_sharding)
 
 
-def ones(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def ones(shape: Any, dtype: Any = None, *, device: Any = None,
+         out_sharding: Any = None) -> Any:
   """An array of ones (float32 by default)."""
-  return place("ones", lax.full(shape, 1, _creation_dtype(dtype, "ones")), device)
+  return place("ones", lax.full(shape, 1, _creation_dtype(dtype, "ones")), device,
+               out_sharding)
 
 
-def empty(shape: Any, dtype: Any = None, *, device: Any = None) -> Any:
+def empty(shape: Any, dtype: Any = None, *, device: Any = None,
+          out_sharding: Any = None) -> Any:
   """`zeros`: XLA has no uninitialized memory to hand out."""
-  return place("empty", lax.full(shape, 0, _creation_dtype(dtype, "empty")), device)
+  return place("empty", lax.full(shape, 0, _creation_dtype(dtype, "empty")), device,
+               out_sharding)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
-              device: Any = None) -> Any:
+              device: Any = None, out_sharding: Any = None) -> Any:
   """An array with `a`'s shape and dtype (weak type included) unless `shape` or `dtype`
   say otherwise, filled with `fill_value` (a scalar or an array broadcast to the shape).
   The result is committed to `device` if given, not to where `a` lives."""
@@ -198,15 +213,17 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
     aval = core.get_aval(a)
     out = _broadcast_to(asarray(fill_value, aval.dtype if dtype is None else dtype),
                         aval.shape if shape is None else shape)
-  return place("full_like", out, device)
+  return place("full_like", out, device, out_sharding)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
-  return place("zeros_like", lax.full_like(a, 0, dtype, shape), device)
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
+               out_sharding: Any = None) -> Any:
+  return place("zeros_like", lax.full_like(a, 0, dtype, shape), device, out_sharding)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None) -> Any:
-  return place("ones_like", lax.full_like(a, 1, dtype, shape), device)
+def ones_like(a: Any, dtype: Any = None, shape: Any = None, *, device: Any = None,
+              out_sharding: Any = None) -> Any:
+  return place("ones_like", lax.full_like(a, 1, dtype, shape), device, out_sharding)
 
 
 def empty_like(prototype: Any, dtype: Any = None, shape: Any = None, *,
