@@ -180,6 +180,9 @@ def test_random_out_sharding():
                              (jaxon.sharding.AxisType.Auto,))
   with pytest.raises(ValueError, match="cannot contain axis names that are of type Auto"):
     jaxon.random.normal(key, (4,), out_sharding=NamedSharding(auto, PartitionSpec("x")))
+  # a type's sharding over the empty mesh (what optax passes on) asks for nothing
+  unplaced = jaxon.random.uniform(key, (4,), out_sharding=jaxon.typeof(want).sharding)
+  np.testing.assert_array_equal(unplaced, want)
 
 
 def test_array_byteswap_clone_platform():

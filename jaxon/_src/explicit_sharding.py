@@ -197,8 +197,11 @@ def reshard(xs: Any, out_shardings: Any) -> Any:
 def apply_out_sharding(x: Any, out_sharding: Any, api: str) -> Any:
   """`x` laid out as JAX's `out_sharding=` keyword asks (None: left as it is). JAX takes
   it over `Explicit` mesh axes only, where it is the result's type; jaxon's types carry no
-  sharding, so here it is the layout request `reshard` makes."""
-  if out_sharding is None:
+  sharding, so here it is the layout request `reshard` makes. A sharding over the empty
+  mesh (`jaxon.typeof(x).sharding` outside `set_mesh`, which optax passes on) asks for
+  nothing, as in JAX."""
+  if out_sharding is None or isinstance(out_sharding, NamedSharding) and (
+      not out_sharding.mesh.axis_names):
     return x
   named = _named(out_sharding, api)
   for axis in dict.fromkeys(a for d in range(len(named.spec)) for a in named.spec.axes_of(d)):
