@@ -209,3 +209,24 @@ def test_creation_out_sharding():
     assert make().sharding == sharding
   with pytest.raises(ValueError, match="device or out_sharding"):
     jnp.zeros(4, device=jaxon.devices()[0], out_sharding=sharding)
+
+
+def test_operations_out_sharding():
+  explicit = jaxon.sharding.Mesh(np.array(jaxon.devices()[:2]), ("x",),
+                                 (jaxon.sharding.AxisType.Explicit,))
+  rows = NamedSharding(explicit, PartitionSpec("x"))
+  m = jnp.arange(8.0).reshape(4, 2)
+  for name, make in [
+      ("reshape", lambda: jnp.reshape(m, (8,), out_sharding=rows)),
+      ("method", lambda: m.reshape(8, out_sharding=rows)),
+      ("ravel", lambda: jnp.ravel(m, out_sharding=rows)),
+      ("broadcast_to", lambda: jnp.broadcast_to(m[:1], (4, 2), out_sharding=rows)),
+      ("dot", lambda: jnp.dot(m, m.T, out_sharding=rows)),
+      ("matmul", lambda: jnp.matmul(m, m.T, out_sharding=rows)),
+      ("tensordot", lambda: jnp.tensordot(m, m.T, 1, out_sharding=rows)),
+      ("einsum", lambda: jnp.einsum("ij,kj->ik", m, m, out_sharding=rows)),
+      ("jit", lambda: jaxon.jit(lambda a: jnp.reshape(a, (8,), out_sharding=rows))(m))]:
+    out = make()
+    assert out.sharding == rows, name
+  host = np.asarray(m)
+  np.testing.assert_array_equal(jnp.matmul(m, m.T, out_sharding=rows), host @ host.T)

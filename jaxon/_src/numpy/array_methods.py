@@ -70,7 +70,13 @@ def _argpartition(self: Any, kth: int | Sequence[int], axis: int = -1,
   return sorting.argpartition(self, kth, axis)
 
 
-# JAX's var, std and argsort methods lack jnp's newer `mean` and `dtype` keywords.
+# JAX's var, std, argsort and dot methods lack jnp's newer `mean`, `dtype` and
+# `out_sharding` keywords.
+
+def _dot(self: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None
+         ) -> Any:
+  return linear.dot(self, b, precision=precision, preferred_element_type=preferred_element_type)
+
 
 def _var(self: Any, axis: reductions.Axis = None, dtype: Any = None, out: None = None,
          ddof: int = 0, keepdims: bool = False, *, where: Any = None,
@@ -288,7 +294,7 @@ _METHODS: dict[str, Any] = {
     "take": searching.take, "compress": _compress, "choose": searching.choose,
     "nonzero": searching.nonzero, "searchsorted": searching.searchsorted,
     # dot, sort, argsort, argpartition
-    "dot": linear.dot, "sort": sorting.sort, "argsort": _argsort,
+    "dot": _dot, "sort": sorting.sort, "argsort": _argsort,
     "argpartition": _argpartition,
     # copies, devices, host data, sizes
     "copy": _copy, "__copy__": _copy, "__deepcopy__": _deepcopy, "byteswap": _byteswap,

@@ -33,8 +33,8 @@ _Names = str  # one character per axis: the operand's einsum indices
 
 
 def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any = "auto",
-           precision: lax_dot.PrecisionLike = None, preferred_element_type: Any = None
-           ) -> Any:
+           precision: lax_dot.PrecisionLike = None, preferred_element_type: Any = None,
+           out_sharding: Any = None) -> Any:
   """Einstein summation: sums products of the operands' elements over the indices that
   `subscripts` leaves out of the result.
 
@@ -64,8 +64,9 @@ def einsum(subscripts: Any, /, *operands: Any, out: None = None, optimize: Any =
       *spec, einsum_call=True, use_blas=True, shapes=True,
       optimize="optimal" if optimize is True else optimize)
   contract = _Contractor(precision, None if preferred_element_type is None else out_dtype)
-  result = contract.path(list(arrays), contractions)
-  return lax._convert_element_type(result, out_dtype, weak)
+  result = lax._convert_element_type(contract.path(list(arrays), contractions), out_dtype,
+                                     weak)
+  return result if out_sharding is None else util.out_sharded(result, out_sharding, "einsum")
 
 
 def einsum_path(subscripts: Any, /, *operands: Any, optimize: Any = "greedy"

@@ -17,6 +17,7 @@ import numpy as np
 from jaxon._src import core, dtypes, sharding_impls, tree_util
 from jaxon._src.devices import device_put
 from jaxon._src.lax import lax, shape_ops
+from jaxon._src.numpy import util
 from jaxon._src.xla import client
 from jaxon._src.xla.array import Array, copy_array, device_put_numpy
 
@@ -37,8 +38,7 @@ def place(fun_name: str, out: Any, device: Any, out_sharding: Any = None) -> Any
   if out_sharding is not None:
     if device is not None:
       raise ValueError(f"jnp.{fun_name}: pass device or out_sharding, not both.")
-    from jaxon._src import explicit_sharding  # it builds on jnp
-    return explicit_sharding.apply_out_sharding(out, out_sharding, f"jnp.{fun_name}")
+    return util.out_sharded(out, out_sharding, fun_name)
   if device is None:
     return out
   if not isinstance(device, (client.Device, sharding_impls.Sharding)):

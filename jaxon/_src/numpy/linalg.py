@@ -730,9 +730,11 @@ def matrix_transpose(x: Any, /) -> Any:
 
 
 def tensordot(x1: Any, x2: Any, /, *, axes: int | Sequence[Any] = 2,
-              precision: PrecisionLike = None, preferred_element_type: Any = None) -> Any:
+              precision: PrecisionLike = None, preferred_element_type: Any = None,
+              out_sharding: Any = None) -> Any:
   return linear.tensordot(x1, x2, axes, precision=precision,
-                          preferred_element_type=preferred_element_type)
+                          preferred_element_type=preferred_element_type,
+                          out_sharding=out_sharding)
 
 
 # ----------------------------------------------------------------------------- norms

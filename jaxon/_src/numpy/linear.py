@@ -43,7 +43,7 @@ def _ravel(x: Any) -> Any:
 
 @memoize_eager_operations
 def dot(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
-        preferred_element_type: Any = None) -> Any:
+        preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
   """NumPy's `dot`: a scalar operand multiplies; otherwise the last axis of `a` contracts
   with `b`'s only axis (1-D) or its second-to-last axis, and the result has `a`'s other axes
   followed by `b`'s (they are stacked, not broadcast as in `matmul`).
@@ -57,7 +57,8 @@ def dot(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
   else:
     contract = ((a_ndim - 1,), (max(b_ndim - 2, 0),))
     _check_contracted_sizes("dot", a, b, contract)
-  return _contract(a, b, contract, ((), ()), precision, preferred_element_type)
+  out = _contract(a, b, contract, ((), ()), precision, preferred_element_type)
+  return out if out_sharding is None else util.out_sharded(out, out_sharding, "dot")
 
 
 @memoize_eager_operations
@@ -102,7 +103,7 @@ def outer(a: Any, b: Any, out: None = None) -> Any:
 
 def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *,
               precision: lax_dot.PrecisionLike = None,
-              preferred_element_type: Any = None) -> Any:
+              preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
   """Sums products over the given axes: `axes=k` contracts the last k axes of `a` with the
   first k of `b`; `axes=(a_axes, b_axes)` pairs them explicitly. The result has `a`'s
   remaining axes followed by `b`'s.
@@ -112,7 +113,8 @@ def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2, *,
   util.check_arraylike("tensordot", a, b)
   contract = _tensordot_axes(axes, np.ndim(a), np.ndim(b))
   _check_contracted_sizes("tensordot", a, b, contract)
-  return _contract(a, b, contract, ((), ()), precision, preferred_element_type)
+  out = _contract(a, b, contract, ((), ()), precision, preferred_element_type)
+  return out if out_sharding is None else util.out_sharded(out, out_sharding, "tensordot")
 
 
 def _tensordot_axes(axes: Any, a_ndim: int, b_ndim: int
@@ -146,7 +148,7 @@ def _check_contracted_sizes(fun_name: str, a: Any, b: Any,
 
 @memoize_eager_operations
 def matmul(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
-           preferred_element_type: Any = None) -> Any:
+           preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
   """NumPy's `matmul` (the `@` operator): matrix products over the last two axes, with the
   leading (batch) axes broadcast against each other. A 1-D operand is a vector: its axis
   is contracted and does not appear in the result.
@@ -170,7 +172,8 @@ def matmul(a: Any, b: Any, *, precision: lax_dot.PrecisionLike = None,
   order = plan.batch + plan.a_free + [plan.n_batch] * a_mat + plan.b_free + [
       plan.n_batch + a_mat] * b_mat
   perm = tuple(int(i) for i in np.argsort(order))
-  return out if perm == tuple(range(len(perm))) else shape_ops.transpose(out, perm)
+  out = out if perm == tuple(range(len(perm))) else shape_ops.transpose(out, perm)
+  return out if out_sharding is None else util.out_sharded(out, out_sharding, "matmul")
 
 
 class _MatmulPlan:

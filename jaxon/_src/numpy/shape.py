@@ -72,7 +72,7 @@ def _size_along(x: Any, size: int, axis: int) -> Any:
 # ----------------------------------------------------------------------------- reshape, ravel
 
 def reshape(a: Any, shape: int | Sequence[int] | None = None, order: str = "C", *,
-            copy: bool | None = None) -> Any:
+            copy: bool | None = None, out_sharding: Any = None) -> Any:
   """Gives `a` a new shape with the same number of elements; one entry of `shape` may be -1
   (inferred). `order='C'` reads elements row-major, `'F'` column-major.
 
@@ -81,7 +81,8 @@ def reshape(a: Any, shape: int | Sequence[int] | None = None, order: str = "C", 
   a = _ensure_array("reshape", a)
   if shape is None:
     raise TypeError("jnp.reshape() requires a shape argument.")
-  return _reshape_in_order(a, _infer_shape(a.shape, shape), order)
+  out = _reshape_in_order(a, _infer_shape(a.shape, shape), order)
+  return out if out_sharding is None else util.out_sharded(out, out_sharding, "reshape")
 
 
 def _static_dims(fun_name: str, what: str, value: Any) -> tuple[Any, ...]:
@@ -122,13 +123,14 @@ def _reshape_in_order(a: Any, shape: tuple[int, ...], order: str) -> Any:
 
 
 @memoize_eager_operations
-def ravel(a: Any, order: str = "C") -> Any:
+def ravel(a: Any, order: str = "C", *, out_sharding: Any = None) -> Any:
   """The elements of `a` as a 1-D array (row-major for `order='C'`)."""
   a = _ensure_array("ravel", a)
   if order == "K":
     raise NotImplementedError("jnp.ravel(order='K') is not supported: jaxon arrays have no "
                               "memory layout to follow; use 'C' or 'F'.")
-  return _reshape_in_order(a, (a.size,), order)
+  out = _reshape_in_order(a, (a.size,), order)
+  return out if out_sharding is None else util.out_sharded(out, out_sharding, "ravel")
 
 
 # ----------------------------------------------------------------------------- reordering axes
@@ -256,7 +258,7 @@ def broadcast_shapes(*shapes: int | Sequence[int]) -> tuple[int, ...]:
   return tuple(out)
 
 
-def broadcast_to(array: Any, shape: int | Sequence[int]) -> Any:
+def broadcast_to(array: Any, shape: int | Sequence[int], *, out_sharding: Any = None) -> Any:
   """`array` broadcast to `shape` by NumPy's rules (leading axes added, size-1 axes
   stretched).
 
@@ -269,9 +271,9 @@ def broadcast_to(array: Any, shape: int | Sequence[int]) -> Any:
       d not in (1, s) for d, s in zip(array.shape, shape[lead:])):
     raise ValueError(f"Incompatible shapes for broadcasting: {array.shape} and requested "
                      f"shape {shape}.")
-  if array.shape == shape:
-    return array
-  return lax.broadcast_in_dim(array, shape, range(lead, len(shape)))
+  out = array if array.shape == shape else lax.broadcast_in_dim(array, shape,
+                                                                 range(lead, len(shape)))
+  return out if out_sharding is None else util.out_sharded(out, out_sharding, "broadcast_to")
 
 
 def broadcast_arrays(*args: Any) -> list[Any]:
@@ -725,11 +727,12 @@ def _varargs(args: tuple[Any, ...]) -> Any:
   return args[0] if len(args) == 1 else args
 
 
-def method_reshape(self: Any, *shape: Any, order: str = "C") -> Any:
+def method_reshape(self: Any, *shape: Any, order: str = "C", out_sharding: Any = None
+                   ) -> Any:
   """`x.reshape(2, 3)` or `x.reshape((2, 3))`."""
   if not shape:
     raise TypeError("reshape() requires a shape argument, e.g. x.reshape(2, 3).")
-  return reshape(self, _varargs(shape), order)
+  return reshape(self, _varargs(shape), order, out_sharding=out_sharding)
 
 
 def method_transpose(self: Any, *axes: Any) -> Any:

@@ -35,6 +35,13 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
                       f"jnp.asarray(...) first.")
 
 
+def out_sharded(out: Any, out_sharding: Any, fun_name: str) -> Any:
+  """`out` laid out as JAX's `out_sharding=` keyword asks (see
+  `explicit_sharding.apply_out_sharding`); callers skip the call when it is None."""
+  from jaxon._src import explicit_sharding  # it builds on jnp
+  return explicit_sharding.apply_out_sharding(out, out_sharding, f"jnp.{fun_name}")
+
+
 def check_python_int(x: int) -> None:
   """A Python int operand is a weakly typed int32 (int64 with x64) before it meets other
   operands, so one that does not fit raises, as in JAX, even next to an int8 or float32
