@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from jaxon._src import core, tree_util
-from jaxon._src.lax.sharding_constraint import sharding_constraint_p, _DimSet
+from jaxon._src.lax.sharding_constraint import context_mesh, lay_out, reshard_target
 from jaxon._src.mesh import (EMPTY_ABSTRACT_MESH, AbstractMesh, AxisType, Mesh,
                              current_mesh, swap_mesh_stack)
 from jaxon._src.shard_map import shard_map
@@ -85,9 +84,6 @@ def make_single_device_sharding(device: Any, *, memory_kind: str | None = None
 
 # ----------------------------------------------------------------------------- meshes
 
-_EMPTY_MESH = Mesh([], ())
-
-
 class _AbstractMeshContext(threading.local):
   mesh: AbstractMesh | None = None
 
@@ -128,7 +124,7 @@ class set_mesh:  # noqa: N801 (JAX's name: a function to its users, a context ma
 def get_mesh() -> Mesh:
   """This thread's context mesh (`Mesh()`, the empty one, when none is set)."""
   _outside_jit("get_mesh", " Maybe you want `jax.sharding.get_abstract_mesh()`?")
-  return current_mesh() or _EMPTY_MESH
+  return context_mesh()
 
 
 def get_abstract_mesh() -> AbstractMesh:
@@ -165,65 +161,17 @@ class use_abstract_mesh:  # noqa: N801 (JAX's name)
 # ----------------------------------------------------------------------------- reshard
 
 
-def _named(sharding: Any, api: str) -> NamedSharding:
-  if isinstance(sharding, PartitionSpec):
-    mesh = current_mesh()
-    if mesh is None:
-      raise ValueError(f"{api} was given the PartitionSpec {sharding} with no context "
-                       "mesh: use `jaxon.set_mesh(mesh)` or pass a NamedSharding.")
-    return NamedSharding(mesh, sharding)
-  if not isinstance(sharding, NamedSharding) or sharding.mesh.empty:
-    raise ValueError("Reshard should only be used with out_shardings which are non-None "
-                     f"and have a non-empty mesh. Got sharding {sharding}.")
-  return sharding
-
-
 def reshard(xs: Any, out_shardings: Any) -> Any:
   """Each leaf of `xs` laid out as `out_shardings` says (a NamedSharding or, with a
   context mesh, a PartitionSpec; or a pytree prefix of `xs` of those): moved now for an
   Array, constrained in the compiled program for a traced value. Unlike
   `with_sharding_constraint`, it accepts `Explicit` mesh axes."""
   def move(sharding: Any, sub: Any) -> Any:
-    named = _named(sharding, "reshard")
-    return tree_util.tree_map(lambda leaf: sharding_constraint_p.bind(
-        leaf, sharding=named, layout=None, unconstrained_dims=_DimSet(),
-        context_mesh=current_mesh() or _EMPTY_MESH), sub)
+    return lay_out(sub, reshard_target(sharding, "reshard"))
   is_leaf = lambda s: s is None or isinstance(s, PartitionSpec)  # noqa: E731
   if is_leaf(out_shardings) or isinstance(out_shardings, NamedSharding):
     return move(out_shardings, xs)
   return tree_util.tree_map(move, out_shardings, xs, is_leaf=is_leaf)
-
-
-def apply_out_sharding(x: Any, out_sharding: Any, api: str) -> Any:
-  """`x` laid out as JAX's `out_sharding=` keyword asks (None: left as it is). JAX takes
-  it over `Explicit` mesh axes only, where it is the result's type; jaxon's types carry no
-  sharding, so here it is the layout request `reshard` makes. A sharding over the empty
-  mesh (`jaxon.typeof(x).sharding` outside `set_mesh`, which optax passes on) asks for
-  nothing, as in JAX."""
-  if out_sharding is None or isinstance(out_sharding, NamedSharding) and (
-      not out_sharding.mesh.axis_names):
-    return x
-  named = _named(out_sharding, api)
-  for axis in dict.fromkeys(a for d in range(len(named.spec)) for a in named.spec.axes_of(d)):
-    axis_type = named.mesh.axis_types[named.mesh.axis_names.index(axis)]
-    if axis_type != AxisType.Explicit:
-      raise ValueError(f"PartitionSpec passed to {api} cannot contain axis names that are of "
-                       f"type Auto or Manual. Got PartitionSpec: {named.spec} with axis name: "
-                       f"{axis} of type: {axis_type}.")
-  return reshard(x, named)
-
-
-def takes_out_sharding(fun: Callable) -> Callable:
-  """`fun` with JAX's keyword-only `out_sharding` (see `apply_out_sharding`)."""
-  @functools.wraps(fun)
-  def with_out_sharding(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
-    return apply_out_sharding(fun(*args, **kwargs), out_sharding, fun.__name__)
-  params = list(inspect.signature(fun).parameters.values())
-  at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
-  params.insert(at, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
-                                      default=None))
-  with_out_sharding.__signature__ = inspect.signature(fun).replace(parameters=params)
-  return with_out_sharding
 
 
 def _with_axis_types(axes: str | Sequence[str] | None, axis_type: AxisType, api: str

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src.explicit_sharding import takes_out_sharding
+from jaxon._src.lax.sharding_constraint import takes_out_sharding
 from jaxon._src import api, core, dtypes, prng_keys
 from jaxon._src.lax import lax, shape_ops, slicing
 from jaxon._src.lax import utils as lax_utils

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src.explicit_sharding import takes_out_sharding
+from jaxon._src.lax.sharding_constraint import takes_out_sharding
 from jaxon._src import core, dtypes
 from jaxon._src.interpreters.ad import stop_gradient
 from jaxon._src.lax import lax, shape_ops

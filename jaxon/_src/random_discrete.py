@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src.explicit_sharding import takes_out_sharding
+from jaxon._src.lax.sharding_constraint import takes_out_sharding
 from jaxon._src import core, dtypes
 from jaxon._src.lax import lax, shape_ops, slicing, sorting
 from jaxon._src.numpy import creation, lax_numpy, reductions, searching, ufuncs

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxon._src.explicit_sharding import takes_out_sharding
+from jaxon._src.lax.sharding_constraint import takes_out_sharding
 from jaxon._src import api, core, dtypes, prng_keys
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import lax, reductions, shape_ops

@@ -19,7 +19,8 @@ from jaxon._src.lax.linalg_helpers import (_H, _batch_rule, _const, _diagonal_ma
                                            _emit, _empty_results, _identity, _info_aval,
                                            _iotas, _ir_tril, _is_complex, _is_empty,
                                            _lapack_call, _matmul, _matrix_aval, _nan_unless_ok,
-                                           _shape, _tril, _triu, _where_mask, _zero_tangent)
+                                           _shape, _T, _tril, _triu, _where_mask,
+                                           _zero_tangent)
 from jaxon._src.lax.linalg_triangular import triangular_solve
 
 
@@ -370,7 +371,7 @@ def _qr_jvp(primals: Sequence[Any], tangents: Sequence[Any], *, full_matrices: b
   q, r, *perm = outs = qr_p.bind(x, pivoting=pivoting, full_matrices=full_matrices)
   last = len(_shape(x)) - 1
   if pivoting:
-    dx = _H(_permute_rows(_H(dx), perm[0]))
+    dx = _T(_permute_rows(_T(dx), perm[0]))
   perm_tangent = [_zero_tangent(p) for p in perm]
   if m < n:
     left = lambda a: slicing.slice_in_dim(a, 0, m, axis=last)

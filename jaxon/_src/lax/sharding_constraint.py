@@ -8,6 +8,9 @@ is left unsplit.
 """
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,7 +44,7 @@ def with_sharding_constraint(x: Any, shardings: Any) -> Any:
     sharding = _as_named(sharding)
     return tree_util.tree_map(lambda leaf: sharding_constraint_p.bind(
         leaf, sharding=sharding, layout=None, unconstrained_dims=_DimSet(),
-        context_mesh=_context_mesh()), sub)
+        context_mesh=context_mesh()), sub)
   if isinstance(shardings, (NamedSharding, PartitionSpec)):
     return constrain(shardings, x)
   return tree_util.tree_map(constrain, shardings, x,
@@ -68,11 +71,70 @@ def _as_named(sharding: Any) -> NamedSharding:
   return sharding
 
 
-def _context_mesh() -> Mesh:
+def context_mesh() -> Mesh:
+  """This thread's context mesh, or the empty one."""
   return current_mesh() or _EMPTY_MESH
 
 
 _EMPTY_MESH = Mesh(np.empty((0,), dtype=object), ())
+
+
+# ----------------------------------------------------------------------------- reshard
+# JAX's `reshard` and `out_sharding=` are types there; jaxon's types carry no sharding, so
+# both are layout requests made with this primitive, over any axis type.
+
+def reshard_target(sharding: Any, api: str) -> NamedSharding:
+  """`sharding` as the NamedSharding `api` lays a value out as (a PartitionSpec is over the
+  context mesh)."""
+  if isinstance(sharding, PartitionSpec):
+    mesh = current_mesh()
+    if mesh is None:
+      raise ValueError(f"{api} was given the PartitionSpec {sharding} with no context "
+                       "mesh: use `jaxon.set_mesh(mesh)` or pass a NamedSharding.")
+    return NamedSharding(mesh, sharding)
+  if not isinstance(sharding, NamedSharding) or sharding.mesh.empty:
+    raise ValueError("Reshard should only be used with out_shardings which are non-None "
+                     f"and have a non-empty mesh. Got sharding {sharding}.")
+  return sharding
+
+
+def lay_out(xs: Any, sharding: NamedSharding) -> Any:
+  """Each leaf of `xs` laid out as `sharding`: moved now for an Array, constrained in the
+  compiled program for a traced value."""
+  return tree_util.tree_map(lambda leaf: sharding_constraint_p.bind(
+      leaf, sharding=sharding, layout=None, unconstrained_dims=_DimSet(),
+      context_mesh=context_mesh()), xs)
+
+
+def apply_out_sharding(x: Any, out_sharding: Any, api: str) -> Any:
+  """`x` laid out as JAX's `out_sharding=` keyword asks (None: left as it is). JAX takes
+  it over `Explicit` mesh axes only, where it is the result's type. A sharding over the
+  empty mesh (`jaxon.typeof(x).sharding` outside `set_mesh`, which optax passes on) asks
+  for nothing, as in JAX."""
+  if out_sharding is None or isinstance(out_sharding, NamedSharding) and (
+      not out_sharding.mesh.axis_names):
+    return x
+  named = reshard_target(out_sharding, api)
+  for axis in dict.fromkeys(a for d in range(len(named.spec)) for a in named.spec.axes_of(d)):
+    axis_type = named.mesh.axis_types[named.mesh.axis_names.index(axis)]
+    if axis_type != AxisType.Explicit:
+      raise ValueError(f"PartitionSpec passed to {api} cannot contain axis names that are of "
+                       f"type Auto or Manual. Got PartitionSpec: {named.spec} with axis name: "
+                       f"{axis} of type: {axis_type}.")
+  return lay_out(x, named)
+
+
+def takes_out_sharding(fun: Callable) -> Callable:
+  """`fun` with JAX's keyword-only `out_sharding` (see `apply_out_sharding`)."""
+  @functools.wraps(fun)
+  def with_out_sharding(*args: Any, out_sharding: Any = None, **kwargs: Any) -> Any:
+    return apply_out_sharding(fun(*args, **kwargs), out_sharding, fun.__name__)
+  params = list(inspect.signature(fun).parameters.values())
+  at = next((i for i, p in enumerate(params) if p.kind is p.VAR_KEYWORD), len(params))
+  params.insert(at, inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY,
+                                      default=None))
+  with_out_sharding.__signature__ = inspect.signature(fun).replace(parameters=params)
+  return with_out_sharding
 
 
 def _impl(x: Any, *, sharding: NamedSharding, **_: Any) -> Any:

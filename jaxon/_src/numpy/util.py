@@ -14,6 +14,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes
 from jaxon._src.lax import lax
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 from jaxon._src.xla.array import Array, scalar_constant
 
 _ARRAY_TYPES = (Array, core.Tracer)
@@ -37,9 +38,8 @@ def check_arraylike(fun_name: str, *args: Any) -> None:
 
 def out_sharded(out: Any, out_sharding: Any, fun_name: str) -> Any:
   """`out` laid out as JAX's `out_sharding=` keyword asks (see
-  `explicit_sharding.apply_out_sharding`); callers skip the call when it is None."""
-  from jaxon._src import explicit_sharding  # it builds on jnp
-  return explicit_sharding.apply_out_sharding(out, out_sharding, f"jnp.{fun_name}")
+  `sharding_constraint.apply_out_sharding`); callers skip the call when it is None."""
+  return apply_out_sharding(out, out_sharding, f"jnp.{fun_name}")
 
 
 def check_python_int(x: int) -> None:
