@@ -196,9 +196,9 @@ def is_placed(x: Any) -> bool:
 # The completion tokens of the latest runs over several devices, oldest first. XLA's CPU
 # collectives deadlock when too many programs with collectives are in flight at once
 # (notes/multidevice-facts.md §8), and XLA's partitioner adds collectives of its own: each
-# such run waits for the one `MAX_IN_FLIGHT` runs back to finish. A token, not the run's
-# results, says when: holding 16 runs' outputs kept their memory from being reused, and
-# fresh pages cost a chained pmap of 1 MB per device a third of its time (345 -> 245 µs).
+# such run waits for the one `MAX_IN_FLIGHT` runs back to finish. Its token, not its
+# results, says when: holding 16 runs' outputs made a chained pmap of 1 MB per device
+# about a sixth slower.
 MAX_IN_FLIGHT = 16
 _in_flight: collections.deque = collections.deque()
 _in_flight_lock = threading.Lock()
