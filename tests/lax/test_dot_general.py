@@ -202,7 +202,7 @@ def test_dot_general_argument_errors():
     lax.dot_general(x, x, dn, precision="fast")
   with pytest.raises(TypeError, match=r"precision argument must be"):
     lax.dot_general(x, x, dn, precision=3)
-  with pytest.raises(NotImplementedError, match=r"out_sharding"):
+  with pytest.raises(TypeError, match=r"`out_sharding` argument of dot_general only"):
     lax.dot_general(x, x, dn, out_sharding="x")
 
 

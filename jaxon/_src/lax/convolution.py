@@ -29,6 +29,7 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dot_general as dg
 from jaxon._src.lax import lax, shape_ops, utils
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 from jaxon._src.lax.windowed_reductions import padtype_to_pads
 
 
@@ -52,7 +53,8 @@ def conv_general_dilated(
     lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
     dimension_numbers: ConvGeneralDilatedDimensionNumbers = None,
     feature_group_count: int = 1, batch_group_count: int = 1,
-    precision: dg.PrecisionLike = None, preferred_element_type: Any = None) -> Any:
+    precision: dg.PrecisionLike = None, preferred_element_type: Any = None,
+    out_sharding: Any = None) -> Any:
   """General n-dimensional convolution with dilation, padding and feature/batch groups.
 
   Args:
@@ -69,6 +71,8 @@ def conv_general_dilated(
     batch_group_count: divides the lhs batch into groups, each with its share of the rhs
       out-features.
     precision, preferred_element_type: as for `dot_general`.
+    out_sharding: how the result is laid out (see
+      `sharding_constraint.apply_out_sharding`).
 
   Returns:
     The convolution, laid out by the output spec.
@@ -76,6 +80,11 @@ def conv_general_dilated(
   Example: a 3x3 'SAME' convolution of NHWC images with an HWIO kernel is
   `conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=('NHWC', 'HWIO', 'NHWC'))`.
   """
+  if out_sharding is not None:
+    return apply_out_sharding(conv_general_dilated(
+        lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
+        feature_group_count, batch_group_count, precision, preferred_element_type),
+        out_sharding, "conv_general_dilated")
   lhs_shape, rhs_shape = np.shape(lhs), np.shape(rhs)
   dnums = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
   n_spatial = len(lhs_shape) - 2

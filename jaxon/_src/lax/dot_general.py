@@ -25,6 +25,7 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dot_algorithms, lax, shape_ops, utils
 from jaxon._src.lax.dot_algorithms import DotAlgorithm, DotAlgorithmPreset
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 
 
 class Precision(enum.Enum):
@@ -114,7 +115,7 @@ def canonicalize_preferred_element_type(preferred_element_type: Any) -> np.dtype
 
 def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers,
                 precision: PrecisionLike = None, preferred_element_type: Any = None,
-                out_sharding: None = None) -> Any:
+                out_sharding: Any = None) -> Any:
   """General tensor contraction (XLA's DotGeneral).
 
   Args:
@@ -132,8 +133,8 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers,
   `dot_general(x, y, (((2,), (1,)), ((0,), (0,))))`.
   """
   if out_sharding is not None:
-    raise NotImplementedError("dot_general(out_sharding=...) needs sharded arrays, which "
-                              "jaxon does not have yet.")
+    return apply_out_sharding(dot_general(lhs, rhs, dimension_numbers, precision,
+                                          preferred_element_type), out_sharding, "dot_general")
   return dot_general_p.bind(
       lhs, rhs, dimension_numbers=_canonical_dimension_numbers(dimension_numbers),
       precision=canonicalize_precision(precision),
@@ -143,7 +144,7 @@ def dot_general(lhs: Any, rhs: Any, dimension_numbers: DotDimensionNumbers,
 
 def dot(lhs: Any, rhs: Any, precision: PrecisionLike = None,
         preferred_element_type: Any = None, *,
-        dimension_numbers: DotDimensionNumbers | None = None, out_sharding: None = None) -> Any:
+        dimension_numbers: DotDimensionNumbers | None = None, out_sharding: Any = None) -> Any:
   """Vector/matrix product: vector·vector, matrix·vector, vector·matrix or matrix·matrix,
   contracting the last dimension of `lhs` with the first of `rhs`.
 

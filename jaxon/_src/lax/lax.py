@@ -26,6 +26,7 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dimension_value, utils
 from jaxon._src.lax.dot_algorithms import Accuracy, AccuracyMode, Tolerance, result_accuracy_attr
+from jaxon._src.lax.sharding_constraint import apply_out_sharding, apply_sharding
 from jaxon._src.xla.array import Array, copy_array, device_put_numpy, scalar_constant
 
 # Dtype classes an operand may belong to (checked with dtypes.issubdtype).
@@ -1224,16 +1225,19 @@ mlir.register_lowering(iota_p, lambda ctx, *, dtype, shape, dimension, sharding:
 
 
 def iota(dtype: Any, size: int, *, sharding: Any = None) -> Any:
-  """`[0, 1, …, size - 1]` as a 1-D array of `dtype`, generated on the device."""
-  return broadcasted_iota(dtype, (size,), 0, sharding=sharding)
+  """`[0, 1, …, size - 1]` as a 1-D array of `dtype`, generated on the device (laid out
+  as `sharding`, JAX's `out_sharding`, if given)."""
+  return broadcasted_iota(dtype, (size,), 0, out_sharding=sharding)
 
 
 def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int, *,
-                     sharding: Any = None) -> Any:
+                     out_sharding: Any = None) -> Any:
   """An array of `shape` whose value at each index is that index's coordinate along
-  `dimension` (`broadcasted_iota(int32, (2, 3), 1)` is `[[0, 1, 2], [0, 1, 2]]`)."""
-  if sharding is not None:
-    raise NotImplementedError("iota with a sharding is not supported yet")
+  `dimension` (`broadcasted_iota(int32, (2, 3), 1)` is `[[0, 1, 2], [0, 1, 2]]`), laid out
+  as `out_sharding` (see `sharding_constraint.apply_out_sharding`)."""
+  if out_sharding is not None:
+    return apply_out_sharding(broadcasted_iota(dtype, shape, dimension), out_sharding,
+                              "broadcasted_iota")
   dimension = core.concrete_or_error(
       operator.index, dimension, "The dimension argument of broadcasted_iota must be concrete.")
   return iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype),
@@ -1393,10 +1397,14 @@ ad.deflinear(broadcast_in_dim_p, _broadcast_in_dim_transpose)
 batching.primitive_batchers[broadcast_in_dim_p] = _broadcast_in_dim_batch_rule
 
 
-def broadcast_in_dim(operand: Any, shape: Sequence[int],
-                     broadcast_dimensions: Sequence[int]) -> Any:
+def broadcast_in_dim(operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int],
+                     *, out_sharding: Any = None) -> Any:
   """Broadcasts `operand` to `shape`; operand dimension i becomes result dimension
-  `broadcast_dimensions[i]`."""
+  `broadcast_dimensions[i]`. The result is laid out as `out_sharding` (see
+  `sharding_constraint.apply_out_sharding`)."""
+  if out_sharding is not None:
+    return apply_out_sharding(broadcast_in_dim(operand, shape, broadcast_dimensions),
+                              out_sharding, "broadcast_in_dim")
   shape = utils.canonicalize_shape(shape, "of broadcast_in_dim")
   broadcast_dimensions = tuple(int(d) for d in broadcast_dimensions)
   if np.shape(operand) == shape and broadcast_dimensions == tuple(range(len(shape))) and \
@@ -1406,15 +1414,21 @@ def broadcast_in_dim(operand: Any, shape: Sequence[int],
                                  broadcast_dimensions=broadcast_dimensions, sharding=None)
 
 
-def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
-  """Adds leading dimensions of the given `sizes`."""
+def broadcast(operand: Any, sizes: Sequence[int], *, out_sharding: Any = None) -> Any:
+  """Adds leading dimensions of the given `sizes` (the result laid out as `out_sharding`)."""
+  if out_sharding is not None:
+    return apply_out_sharding(broadcast(operand, sizes), out_sharding, "broadcast")
   ndim = np.ndim(operand)
   return broadcast_in_dim(operand, tuple(sizes) + np.shape(operand),
                           tuple(range(len(sizes), len(sizes) + ndim)))
 
 
-def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
-  """An array of `shape` filled with `fill_value`."""
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *,
+         sharding: Any = None) -> Any:
+  """An array of `shape` filled with `fill_value`, placed as `sharding` (see
+  `sharding_constraint.apply_sharding`)."""
+  if sharding is not None:
+    return apply_sharding(full(shape, fill_value, dtype), sharding, "full")
   shape = utils.canonicalize_shape(shape, "of full")
   if np.shape(fill_value):
     raise TypeError(f"full must be called with scalar fill_value, got fill_value.shape "
@@ -1440,10 +1454,12 @@ def zeros_like_array(x: Any) -> Any:
   return full(aval.shape, 0, aval.dtype)
 
 
-def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None
-              ) -> Any:
+def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None,
+              sharding: Any = None) -> Any:
   """An array like `x` (its shape, dtype and weak type, unless `shape`/`dtype` say
-  otherwise) filled with `fill_value`."""
+  otherwise) filled with `fill_value`, placed as `sharding` (see `full`)."""
+  if sharding is not None:
+    return apply_sharding(full_like(x, fill_value, dtype, shape), sharding, "full_like")
   aval = core.get_aval(x)
   weak_type = dtype is None and aval.weak_type
   dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)

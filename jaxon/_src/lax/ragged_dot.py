@@ -34,6 +34,7 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dot_general as dg
 from jaxon._src.lax import lax, reductions, shape_ops, utils
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +68,7 @@ _RAGGED_ROWS = RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), (0,), (0,))
 
 def ragged_dot(lhs: Any, rhs: Any, group_sizes: Any, precision: dg.PrecisionLike = None,
                preferred_element_type: Any = None, group_offset: Any = None,
-               out_sharding: None = None) -> Any:
+               out_sharding: Any = None) -> Any:
   """Grouped matrix product: rows `[start_g, start_g + group_sizes[g])` of `lhs` times
   `rhs[g]`.
 
@@ -95,7 +96,7 @@ def ragged_dot(lhs: Any, rhs: Any, group_sizes: Any, precision: dg.PrecisionLike
 def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any,
                        ragged_dot_dimension_numbers: RaggedDotDimensionNumbers,
                        precision: dg.PrecisionLike = None, preferred_element_type: Any = None,
-                       group_offset: Any = None, out_sharding: None = None) -> Any:
+                       group_offset: Any = None, out_sharding: Any = None) -> Any:
   """A `dot_general` with one lhs dimension cut into groups (see the module docstring
   for the three kinds of ragged dimension).
 
@@ -114,8 +115,9 @@ def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any,
     raise NotImplementedError("ragged_dot_general(group_offset=...) is not supported: "
                               "JAX implements it only on TPU.")
   if out_sharding is not None:
-    raise NotImplementedError("ragged_dot_general(out_sharding=...) needs sharded arrays, "
-                              "which jaxon does not have yet.")
+    return apply_out_sharding(ragged_dot_general(
+        lhs, rhs, group_sizes, ragged_dot_dimension_numbers, precision,
+        preferred_element_type), out_sharding, "ragged_dot_general")
   if not isinstance(ragged_dot_dimension_numbers, RaggedDotDimensionNumbers):
     raise TypeError("ragged_dot_general requires ragged_dot_dimension_numbers to be a "
                     f"lax.RaggedDotDimensionNumbers, got {ragged_dot_dimension_numbers!r}.")

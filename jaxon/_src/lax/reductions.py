@@ -31,6 +31,7 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
 from jaxon._src.lax import lax, utils
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 
 _num = (np.number,)
 _float = (np.floating,)
@@ -235,11 +236,14 @@ reduce_or_p = _axis_reduction("reduce_or", _int_or_bool, OR)
 reduce_xor_p = _axis_reduction("reduce_xor", _int_or_bool, XOR)
 
 
-def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
-  """Sum over `axes`, in `operand`'s dtype (integer sums wrap around on overflow).
+def reduce_sum(operand: Any, axes: Sequence[int], *, out_sharding: Any = None) -> Any:
+  """Sum over `axes`, in `operand`'s dtype (integer sums wrap around on overflow), laid out
+  as `out_sharding` (see `sharding_constraint.apply_out_sharding`).
 
   Example: `reduce_sum(jnp.ones((2, 3)), (1,))` is `[3., 3.]`.
   """
+  if out_sharding is not None:
+    return apply_out_sharding(reduce_sum(operand, axes), out_sharding, "reduce_sum")
   return reduce_sum_p.bind(operand, axes=_canonical_axes(operand, axes))
 
 
@@ -580,7 +584,7 @@ for _p in (cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p):
 # ----------------------------------------------------------------------------- any computation
 
 def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], Any],
-           dimensions: Sequence[int]) -> Any:
+           dimensions: Sequence[int], out_sharding: Any = None) -> Any:
   """Reduces `operands` over `dimensions` with `computation`, starting from `init_values`.
 
   `operands` may be a pytree of equally-shaped arrays; `computation` then takes and returns
@@ -588,7 +592,11 @@ def reduce(operands: Any, init_values: Any, computation: Callable[[Any, Any], An
   be associative and commutative with `init_values` as identity. A single operand with
   `lax.add`, `lax.mul`, `lax.max`, `lax.min` or a `lax.bitwise_*` op and its identity uses
   `reduce_sum` etc. Example: `reduce(x, 0., lax.add, (0,))` is `reduce_sum(x, (0,))`.
+  Each result is laid out as `out_sharding` (see `sharding_constraint.apply_out_sharding`).
   """
+  if out_sharding is not None:
+    return apply_out_sharding(reduce(operands, init_values, computation, dimensions),
+                              out_sharding, "reduce")
   flat_operands, tree = flatten_operands("reduce", operands, init_values)
   flat_inits = tree_util.tree_leaves(init_values)
   axes = _canonical_axes(flat_operands[0], dimensions)

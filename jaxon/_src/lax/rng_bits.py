@@ -21,6 +21,7 @@ from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import slicing, utils
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 from jaxon._src.xla import deferred
 
 
@@ -48,9 +49,9 @@ def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
   """`(new_key, bits)`: random unsigned integers of `shape` and `dtype` from `key` (u32[4]
   or u64[2]) with XLA's RngBitGenerator, and the key to use next. Deterministic for a key;
   the streams are XLA's, not `jaxon.random`'s."""
-  if out_sharding is not None:
-    raise NotImplementedError("rng_bit_generator(out_sharding=...) is not supported yet; "
-                              "pass None.")
+  if out_sharding is not None:  # the bits laid out as asked; the key is tiny
+    key, bits = rng_bit_generator(key, shape, dtype, algorithm)
+    return key, apply_out_sharding(bits, out_sharding, "rng_bit_generator")
   shape = utils.canonicalize_shape(shape, "of rng_bit_generator")
   dtype = np.dtype(dtype)
   if dtype not in _BIT_DTYPES:

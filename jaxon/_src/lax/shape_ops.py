@@ -27,6 +27,7 @@ from jaxon._src import core
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir, structural
 from jaxon._src.lax import lax, reductions, utils
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 from jaxon._src.xla.array import Array
 
 
@@ -81,7 +82,7 @@ def _shift_past(dims: Sequence[int], bdim: int) -> tuple[int, ...]:
 # ----------------------------------------------------------------------------- reshape
 
 def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None,
-            sharding: Any = None) -> Any:
+            *, out_sharding: Any = None) -> Any:
   """Reshapes `operand` to `new_sizes`, reading its elements in row-major order.
 
   Args:
@@ -89,12 +90,14 @@ def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | 
     new_sizes: the result shape; its size must equal the operand's.
     dimensions: optional permutation of the operand's dimensions applied before the reshape
       (`reshape(transpose(operand, dimensions), new_sizes)` as one operation).
-    sharding: must be None (sharded results are not supported yet).
+    out_sharding: how the result is laid out (see
+      `sharding_constraint.apply_out_sharding`).
 
   Example: `reshape(iota(6), (2, 3))` is `[[0, 1, 2], [3, 4, 5]]`.
   """
-  if sharding is not None:
-    raise NotImplementedError("lax.reshape(sharding=...) is not supported yet; pass None.")
+  if out_sharding is not None:
+    return apply_out_sharding(reshape(operand, new_sizes, dimensions), out_sharding,
+                              "reshape")
   new_sizes = utils.canonicalize_shape(new_sizes, "of reshape")
   dims = None if dimensions is None else tuple(int(d) for d in dimensions)
   same_dims = dims is None or dims == tuple(range(np.ndim(operand)))

@@ -114,6 +114,10 @@ def apply_out_sharding(x: Any, out_sharding: Any, api: str) -> Any:
   if out_sharding is None or isinstance(out_sharding, NamedSharding) and (
       not out_sharding.mesh.axis_names):
     return x
+  if not isinstance(out_sharding, (NamedSharding, PartitionSpec)):
+    raise TypeError(f"`out_sharding` argument of {api} only supports instances of "
+                    f"`NamedSharding` or `PartitionSpec`. Got {out_sharding} of type: "
+                    f"{type(out_sharding)}")
   named = reshard_target(out_sharding, api)
   for axis in dict.fromkeys(a for d in range(len(named.spec)) for a in named.spec.axes_of(d)):
     axis_type = named.mesh.axis_types[named.mesh.axis_names.index(axis)]
@@ -122,6 +126,20 @@ def apply_out_sharding(x: Any, out_sharding: Any, api: str) -> Any:
                        f"type Auto or Manual. Got PartitionSpec: {named.spec} with axis name: "
                        f"{axis} of type: {axis_type}.")
   return lay_out(x, named)
+
+
+def apply_sharding(x: Any, sharding: Any, api: str) -> Any:
+  """`x` placed as `lax.full`'s and `lax.full_like`'s `sharding=` keyword asks (callers
+  skip the call when it is None). JAX commits the new array to any concrete Sharding,
+  whatever its mesh's axis types, as jnp's `device=` does; under `jit` it ignores one, and
+  jaxon lays a NamedSharding out there (a layout request, as `out_sharding` is). A
+  PartitionSpec is over the context mesh; a sharding over the empty mesh asks for
+  nothing."""
+  if isinstance(sharding, NamedSharding):
+    return lay_out(x, sharding) if sharding.mesh.axis_names else x
+  if isinstance(sharding, PartitionSpec):
+    return lay_out(x, reshard_target(sharding, api))
+  return x if isinstance(x, core.Tracer) else device_put_leaf(x, sharding)
 
 
 def takes_out_sharding(fun: Callable) -> Callable:

@@ -22,6 +22,7 @@ from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import gather_scatter, lax, reductions, shape_ops, slicing, utils
 from jaxon._src.lax.dimension_value import dimension_as_value
+from jaxon._src.lax.sharding_constraint import apply_out_sharding
 from jaxon._src.xla import deferred
 
 
@@ -258,7 +259,7 @@ mlir.register_lowering(empty_p, lambda ctx, **params: [mlir.full_like_aval(0, ct
 def empty(shape: Any, dtype: Any, *, out_sharding: Any = None) -> Any:
   """An array of `shape` and `dtype` whose contents are unspecified (zeros on CPU)."""
   if out_sharding is not None:
-    raise NotImplementedError("lax.empty(out_sharding=...) is not supported yet; pass None.")
+    return apply_out_sharding(empty(shape, dtype), out_sharding, "empty")
   return empty_p.bind(shape=utils.canonicalize_shape(shape, "of empty"),
                       dtype=dtypes.canonicalize_dtype(dtypes.dtype(dtype)), out_sharding=None)
 

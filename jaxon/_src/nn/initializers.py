@@ -37,19 +37,24 @@ def _shape(shape: Any) -> tuple[int, ...]:
   return random._shape("initializer", shape)
 
 
-def zeros(key: KeyArray, shape: Sequence[int], dtype: Any = float) -> Array:
-  """An initializer of zeros (the key is unused).
+def zeros(key: KeyArray, shape: Sequence[int], dtype: Any = float,
+          out_sharding: Any = None) -> Array:
+  """An initializer of zeros (the key is unused), laid out as `out_sharding` if given (see
+  `jnp.zeros`).
 
   Example:
     >>> zeros(PRNGKey(0), (2, 3)).shape
     (2, 3)
   """
-  return lax_numpy.zeros(_shape(shape), dtypes.canonicalize_dtype(dtype))
+  return lax_numpy.zeros(_shape(shape), dtypes.canonicalize_dtype(dtype),
+                         out_sharding=out_sharding)
 
 
-def ones(key: KeyArray, shape: Sequence[int], dtype: Any = float) -> Array:
-  """An initializer of ones (the key is unused)."""
-  return lax_numpy.ones(_shape(shape), dtypes.canonicalize_dtype(dtype))
+def ones(key: KeyArray, shape: Sequence[int], dtype: Any = float,
+         out_sharding: Any = None) -> Array:
+  """An initializer of ones (the key is unused), laid out as `out_sharding` if given."""
+  return lax_numpy.ones(_shape(shape), dtypes.canonicalize_dtype(dtype),
+                        out_sharding=out_sharding)
 
 
 def constant(value: Any, dtype: Any = float) -> Initializer:

@@ -267,8 +267,8 @@ def histogram(a: Any, bins: Any = 10, range: Sequence[Any] | None = None,
   return counts, edges
 
 
-def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None
-             ) -> Any:
+def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None,
+             out_sharding: Any = None) -> Any:
   """How often each value 0, 1, …, length - 1 occurs in the non-negative integer vector
   `x` (the sum of the matching `weights` with weights). Larger values are dropped.
 
@@ -277,6 +277,9 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
 
   Example: `jnp.bincount(jnp.array([0, 1, 1, 3]))` is `[1, 2, 0, 1]`.
   """
+  if out_sharding is not None:
+    return util.out_sharded(bincount(x, weights, minlength, length=length), out_sharding,
+                            "bincount")
   x = _vector("bincount", "x", x)
   if not dtypes.is_integer(x.dtype):
     raise TypeError(f"jnp.bincount: x must have an integer type, got {x.dtype}.")

@@ -481,8 +481,14 @@ def quantile(a: Any, q: Any, axis: Axis = None, out: None = None,
 @memoize_eager_operations
 def percentile(a: Any, q: Any, axis: Axis = None, out: None = None,
                overwrite_input: bool = False, method: str = "linear", keepdims: bool = False,
-               *, weights: Any = None, interpolation: None = None) -> Any:
-  """The `q`-th percentiles (q in [0, 100]) of `a` over `axis`; see `quantile`."""
+               *, weights: Any = None, interpolation: None = None,
+               out_sharding: Any = None) -> Any:
+  """The `q`-th percentiles (q in [0, 100]) of `a` over `axis`, laid out as `out_sharding`
+  if given; see `quantile`."""
+  if out_sharding is not None:
+    return util.out_sharded(percentile(a, q, axis, out, overwrite_input, method, keepdims,
+                                       weights=weights, interpolation=interpolation),
+                            out_sharding, "percentile")
   q = _percent_to_fraction("percentile", q)
   return _quantile("percentile", a, q, axis, out, method, keepdims, interpolation, weights)
 

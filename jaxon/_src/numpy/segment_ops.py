@@ -38,11 +38,12 @@ def _identity(scatter_fn: Callable[..., Any], dtype: np.dtype) -> Any:
 def _segment_reduce(name: str, data: Any, segment_ids: Any, scatter_fn: Callable[..., Any],
                     reducer: Callable[..., Any], num_segments: int | None,
                     indices_are_sorted: bool, unique_indices: bool, bucket_size: int | None,
-                    mode: GatherScatterMode | str | None, out_sharding: None) -> Any:
+                    mode: GatherScatterMode | str | None, out_sharding: Any) -> Any:
   util.check_arraylike(name, data, segment_ids)
   if out_sharding is not None:
-    raise NotImplementedError(f"{name}(out_sharding=...) needs sharded arrays, which jaxon "
-                              "does not have yet.")
+    return util.out_sharded(_segment_reduce(
+        name, data, segment_ids, scatter_fn, reducer, num_segments, indices_are_sorted,
+        unique_indices, bucket_size, mode, None), out_sharding, name)
   data, segment_ids = lax_numpy.asarray(data), lax_numpy.asarray(segment_ids)
   if not dtypes.is_integer(segment_ids.dtype):
     raise TypeError(f"{name} segment_ids must be integers, got dtype {segment_ids.dtype}.")
@@ -94,7 +95,7 @@ def _segment_op(name: str, scatter_fn: Callable[..., Any], reducer: Callable[...
   def segment_fn(data: Any, segment_ids: Any, num_segments: int | None = None,
                  indices_are_sorted: bool = False, unique_indices: bool = False,
                  bucket_size: int | None = None, mode: GatherScatterMode | str | None = None,
-                 out_sharding: None = None) -> Any:
+                 out_sharding: Any = None) -> Any:
     return _segment_reduce(name, data, segment_ids, scatter_fn, reducer, num_segments,
                            indices_are_sorted, unique_indices, bucket_size, mode,
                            out_sharding)

@@ -623,7 +623,7 @@ def tile(A: Any, reps: int | Sequence[int]) -> Any:
 
 
 def repeat(a: Any, repeats: Any, axis: int | None = None, *,
-           total_repeat_length: int | None = None) -> Any:
+           total_repeat_length: int | None = None, out_sharding: Any = None) -> Any:
   """Repeats each element of `a` along `axis` (of the flattened array when None): all
   `repeats` times (an int), or element i `repeats[i]` times. `total_repeat_length`, when
   given, fixes the length of the result (cut short, or its last element repeated to reach
@@ -631,6 +631,9 @@ def repeat(a: Any, repeats: Any, axis: int | None = None, *,
 
   Example: `jnp.repeat(jnp.array([1, 2]), [1, 3])` is `[1, 2, 2, 2]`.
   """
+  if out_sharding is not None:
+    return util.out_sharded(repeat(a, repeats, axis, total_repeat_length=total_repeat_length),
+                            out_sharding, "repeat")
   a = _ensure_array("repeat", a)
   if axis is None:
     a, axis = ravel(a), 0
