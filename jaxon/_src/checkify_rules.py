@@ -37,6 +37,7 @@ from jaxon._src.checkify import (
 from jaxon._src.core import ClosedJaxpr, Jaxpr
 from jaxon._src.interpreters import ad
 from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import (
     convolution,
     dot_general,
@@ -88,11 +89,15 @@ def _nan_rule(prim: core.Primitive, error: Error, enabled_errors: frozenset, *ar
 
 
 _NAN_PRIMITIVES = [
-    lax.acos_p, lax.acosh_p, lax.add_p, lax.asin_p, lax.asinh_p, lax.atan2_p, lax.atan_p,
-    lax.atanh_p, lax.cbrt_p, lax.cos_p, lax.cosh_p, lax.digamma_p, lax.erf_inv_p, lax.erf_p,
-    lax.erfc_p, lax.exp_p, lax.expm1_p, lax.integer_pow_p, lax.lgamma_p, lax.log1p_p,
-    lax.log_p, lax.logistic_p, lax.mul_p, lax.pow_p, lax.rem_p, lax.rsqrt_p, lax.sin_p,
-    lax.sinh_p, lax.sqrt_p, lax.sub_p, lax.tan_p, lax.tanh_p,
+    lax.add_p, lax.integer_pow_p, lax.mul_p, lax.rem_p, lax.sub_p,
+    transcendental.acos_p, transcendental.acosh_p, transcendental.asin_p, transcendental.asinh_p,
+    transcendental.atan2_p, transcendental.atan_p, transcendental.atanh_p, transcendental.cbrt_p,
+    transcendental.cos_p, transcendental.cosh_p, transcendental.digamma_p,
+    transcendental.erf_inv_p, transcendental.erf_p, transcendental.erfc_p, transcendental.exp_p,
+    transcendental.expm1_p, transcendental.lgamma_p, transcendental.log1p_p,
+    transcendental.log_p, transcendental.logistic_p, transcendental.pow_p,
+    transcendental.rsqrt_p, transcendental.sin_p, transcendental.sinh_p, transcendental.sqrt_p,
+    transcendental.tan_p, transcendental.tanh_p,
     special.bessel_i0e_p, special.bessel_i1e_p, special.igamma_grad_a_p, special.igamma_p,
     special.igammac_p, special.regularized_incomplete_beta_p,
     reductions.cumlogsumexp_p, reductions.cummax_p, reductions.cummin_p, reductions.cumprod_p,

@@ -20,6 +20,7 @@ import numpy as np
 from jaxon._src.lax.sharding_constraint import takes_out_sharding
 from jaxon._src import core, dtypes
 from jaxon._src.interpreters.ad import stop_gradient
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, shape_ops
 from jaxon._src.numpy import linalg, ufuncs
 from jaxon._src.numpy import shape as jnp_shape
@@ -116,7 +117,7 @@ def _normal_real(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Arra
   """The inverse CDF of a uniform draw in (-1, 1): sqrt(2) erfinv(u)."""
   lo = np.nextafter(np.array(-1., dtype), np.array(0., dtype), dtype=dtype)
   u = uniform(key, shape, dtype, lo, np.array(1., dtype))
-  return lax.mul(np.array(np.sqrt(2), dtype), lax.erf_inv(u))
+  return lax.mul(np.array(np.sqrt(2), dtype), transcendental.erf_inv(u))
 
 
 @takes_out_sharding
@@ -146,8 +147,9 @@ def _truncated_normal(key: KeyArray, lower: Any, upper: Any, shape: tuple[int, .
   sqrt2 = np.array(np.sqrt(2), dtype)
   lower = lax.convert_element_type(lower, dtype)
   upper = lax.convert_element_type(upper, dtype)
-  u = uniform(key, shape, dtype, lax.erf(lower / sqrt2), lax.erf(upper / sqrt2))
-  out = sqrt2 * lax.erf_inv(u)
+  u = uniform(key, shape, dtype, transcendental.erf(lower / sqrt2),
+              transcendental.erf(upper / sqrt2))
+  out = sqrt2 * transcendental.erf_inv(u)
   # Rounding (or u landing on its lower bound) could reach a bound: clamp inside.
   return ufuncs.clip(out, lax.nextafter(stop_gradient(lower), np.array(np.inf, dtype)),
                      lax.nextafter(stop_gradient(upper), np.array(-np.inf, dtype)))
@@ -234,7 +236,7 @@ def _tiny(dtype: np.dtype) -> Any:
 
 def _exponential(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Array:
   u = uniform(key, shape, dtype)
-  return lax.neg(lax.log1p(lax.neg(u)))  # 1 - u is in (0, 1], where log is finite
+  return lax.neg(transcendental.log1p(lax.neg(u)))  # 1 - u is in (0, 1], where log is finite
 
 
 exponential = _float_sampler("exponential", _exponential, """\
@@ -248,7 +250,7 @@ exponential = _float_sampler("exponential", _exponential, """\
 
 def _laplace(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Array:
   u = uniform(key, shape, dtype, minval=-1. + dtypes.finfo(dtype).epsneg, maxval=1.)
-  return lax.mul(lax.sign(u), lax.log1p(lax.neg(lax.abs(u))))
+  return lax.mul(lax.sign(u), transcendental.log1p(lax.neg(lax.abs(u))))
 
 
 laplace = _float_sampler("laplace", _laplace, """\
@@ -262,7 +264,8 @@ laplace = _float_sampler("laplace", _laplace, """\
 
 def _logistic(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Array:
   x = uniform(key, shape, dtype, minval=_tiny(dtype), maxval=1.)
-  return lax.sub(lax.log(x), lax.log1p(lax.neg(x)))  # JAX's form: not log(x / (1 - x))
+  # JAX's form: not log(x / (1 - x))
+  return lax.sub(transcendental.log(x), transcendental.log1p(lax.neg(x)))
 
 
 logistic = _float_sampler("logistic", _logistic, """\
@@ -276,7 +279,7 @@ logistic = _float_sampler("logistic", _logistic, """\
 
 def _cauchy(key: KeyArray, shape: tuple[int, ...], dtype: np.dtype) -> Array:
   u = uniform(key, shape, dtype, minval=dtypes.finfo(dtype).eps, maxval=1.)
-  return lax.tan(lax.mul(np.array(np.pi, dtype), lax.sub(u, np.array(0.5, dtype))))
+  return transcendental.tan(lax.mul(np.array(np.pi, dtype), lax.sub(u, np.array(0.5, dtype))))
 
 
 cauchy = _float_sampler("cauchy", _cauchy, """\
@@ -431,7 +434,7 @@ def _lognormal(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, si
                ) -> Array:
   shape = _result_shape("lognormal", shape, sigma)
   sigma = lax.convert_element_type(sigma, dtype)
-  return lax.exp(ufuncs.multiply(normal(key, shape, dtype), sigma))
+  return transcendental.exp(ufuncs.multiply(normal(key, shape, dtype), sigma))
 
 
 @takes_out_sharding
@@ -456,7 +459,7 @@ def pareto(key: KeyArray, b: Any, shape: Shape | None = None, dtype: Any = float
 def _pareto(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, b: Any) -> Array:
   shape = _result_shape("pareto", shape, b)
   b = lax.convert_element_type(b, dtype)
-  return lax.exp(ufuncs.divide(exponential(key, shape, dtype), b))
+  return transcendental.exp(ufuncs.divide(exponential(key, shape, dtype), b))
 
 
 @takes_out_sharding
@@ -483,7 +486,7 @@ def _rayleigh(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, sca
   shape = _result_shape("rayleigh", shape, scale)
   u = uniform(key, shape, dtype)
   scale = jnp_shape.broadcast_to(lax.convert_element_type(scale, dtype), shape)
-  return lax.mul(scale, lax.sqrt(lax.mul(lax.log(u), np.array(-2, dtype))))
+  return lax.mul(scale, transcendental.sqrt(lax.mul(transcendental.log(u), np.array(-2, dtype))))
 
 
 @takes_out_sharding
@@ -548,7 +551,7 @@ def _wald(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, mean: A
   y = lax.integer_pow(normal(normal_key, shape, dtype), 2)
   z = uniform(uniform_key, shape, dtype)
   mean_sq = lax.integer_pow(mean, 2)
-  sqrt_term = lax.sqrt(4 * mean * y + mean_sq * lax.integer_pow(y, 2))
+  sqrt_term = transcendental.sqrt(4 * mean * y + mean_sq * lax.integer_pow(y, 2))
   x = mean + mean_sq * y / 2 - mean / 2 * sqrt_term
   return lax.select(lax.le(z, mean / (mean + x)), x, mean_sq / x)
 

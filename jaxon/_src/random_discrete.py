@@ -17,6 +17,7 @@ import numpy as np
 
 from jaxon._src.lax.sharding_constraint import takes_out_sharding
 from jaxon._src import core, dtypes
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, shape_ops, slicing, sorting
 from jaxon._src.numpy import creation, lax_numpy, reductions, searching, ufuncs
 from jaxon._src.numpy import shape as jnp_shape
@@ -62,8 +63,8 @@ def _geometric(key: KeyArray, shape: tuple[int, ...] | None, dtype: np.dtype, p:
   shape = _result_shape("geometric", shape, p)
   (p,) = np_util.promote_args_inexact("geometric", p)
   u = uniform(key, shape, p.dtype)
-  log_one_minus_p = jnp_shape.broadcast_to(lax.log1p(lax.neg(p)), shape)
-  trials = lax.floor(lax.div(lax.log(u), log_one_minus_p)) + 1
+  log_one_minus_p = jnp_shape.broadcast_to(transcendental.log1p(lax.neg(p)), shape)
+  trials = lax.floor(lax.div(transcendental.log(u), log_one_minus_p)) + 1
   return lax.convert_element_type(trials, dtype)
 
 

@@ -25,6 +25,7 @@ import numpy as np
 from jaxon._src.lax.sharding_constraint import takes_out_sharding
 from jaxon._src import api, core, dtypes, prng_keys
 from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, reductions, shape_ops
 from jaxon._src.lax.control_flow.loops import map as lax_map
 from jaxon._src.lax.control_flow.scan import scan
@@ -96,13 +97,14 @@ def _gamma_one(key: KeyArray, alpha: Any, log_space: bool) -> Any:
   alpha_orig = alpha
   alpha = lax.select(boost_mask, alpha, lax.add(alpha, one))
   d = lax.sub(alpha, np.array(1. / 3., dtype))
-  c = lax.div(np.array(1. / 3., dtype), lax.sqrt(d))
+  c = lax.div(np.array(1. / 3., dtype), transcendental.sqrt(d))
 
   def rejected(state: tuple) -> Any:
     _, x_sq, v, u = state
     squeeze = lax.ge(u, lax.sub(one, lax.mul(np.array(0.0331, dtype), lax.mul(x_sq, x_sq))))
-    exact = lax.ge(lax.log(u), lax.add(lax.mul(x_sq, np.array(0.5, dtype)),
-                                       lax.mul(d, lax.add(lax.sub(one, v), lax.log(v)))))
+    exact = lax.ge(transcendental.log(u), lax.add(
+        lax.mul(x_sq, np.array(0.5, dtype)),
+        lax.mul(d, lax.add(lax.sub(one, v), transcendental.log(v)))))
     return lax.bitwise_and(squeeze, exact)
 
   def draw_positive_v(state: tuple) -> tuple:
@@ -122,9 +124,9 @@ def _gamma_one(key: KeyArray, alpha: Any, log_space: bool) -> Any:
     log_u = lax.neg(exponential(subkey, (), dtype))  # log(1 - u), as exponential draws it
     log_boost = lax.select(lax.bitwise_or(boost_mask, lax.eq(log_u, zero)), zero,
                            lax.mul(log_u, lax.div(one, alpha_orig)))
-    return lax.add(lax.add(lax.log(d), lax.log(v)), log_boost)
+    return lax.add(lax.add(transcendental.log(d), transcendental.log(v)), log_boost)
   u = lax.sub(one, uniform(subkey, (), dtype))
-  boost = lax.select(boost_mask, one, lax.pow(u, lax.div(one, alpha_orig)))
+  boost = lax.select(boost_mask, one, transcendental.pow(u, lax.div(one, alpha_orig)))
   return lax.mul(lax.mul(d, v), boost)
 
 
@@ -152,7 +154,7 @@ def _gamma_grad(sample: Any, a: Any, log_space: bool) -> Any:
   samples = shape_ops.reshape(sample, (sample.size,))
   alphas = shape_ops.reshape(a, (a.size,))
   if log_space:
-    samples = lax.exp(samples)
+    samples = transcendental.exp(samples)
     tiny = lax.full_like(samples, dtypes.finfo(samples.dtype).tiny)
     samples = lax.select(lax.eq(samples, lax.full_like(samples, 0)), tiny, samples)
     grads = lax_map(lambda args: lax.div(random_gamma_grad(*args), args[1]), (alphas, samples))
@@ -487,8 +489,8 @@ def _poisson_rejection(key: KeyArray, lam: Array, shape: tuple[int, ...], dtype:
                        max_iters: Any) -> Array:
   """Hormann's PTRS ("The transformed rejection method for generating Poisson random
   variables", 1993): a hat function of u, v uniform, with a cheap acceptance region."""
-  log_lam = lax.log(lam)
-  b = 0.931 + 2.53 * lax.sqrt(lam)
+  log_lam = transcendental.log(lam)
+  b = 0.931 + 2.53 * transcendental.sqrt(lam)
   a = -0.059 + 0.02483 * b
   inv_alpha = 1.1239 + 1.1328 / (b - 3.4)
   v_r = 0.9277 - 3.6224 / (b - 2)
@@ -500,8 +502,8 @@ def _poisson_rejection(key: KeyArray, lam: Array, shape: tuple[int, ...], dtype:
     v = uniform(subkey_1, shape, lam.dtype)
     u_shifted = 0.5 - abs(u)
     k = lax.floor((2 * a / u_shifted + b) * u + lam + 0.43)
-    s = lax.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
-    log_pmf = -lam + k * log_lam - lax.lgamma(k + 1)
+    s = transcendental.log(v * inv_alpha / (a / (u_shifted * u_shifted) + b))
+    log_pmf = -lam + k * log_lam - transcendental.lgamma(k + 1)
     accept_fast = (u_shifted >= 0.07) & (v <= v_r)
     reject = (k < 0) | ((u_shifted < 0.013) & (v > u_shifted))
     accept = accept_fast | (~reject & (s <= log_pmf))

@@ -21,6 +21,7 @@ from jaxlib.mlir import ir
 from jaxon._src import core, dtypes
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, reductions, shape_ops, slicing, utils
 from jaxon._src.lax.control_flow.while_loop import while_loop
 from jaxon._src.lax.linalg_decompositions import _cholesky_tangent, cholesky, qr
@@ -90,7 +91,7 @@ def _givens(x: Any, y: Any) -> tuple[Any, Any]:
   scale = lax.max(lax.abs(x), lax.abs(y))
   scale = lax.select(no_rotation, lax.full_like(scale, 1), scale)
   xs, ys = lax.div(x, scale), lax.div(y, scale)
-  rh = lax.rsqrt(lax.add(lax.mul(xs, xs), lax.mul(ys, ys)))
+  rh = transcendental.rsqrt(lax.add(lax.mul(xs, xs), lax.mul(ys, ys)))
   c = lax.select(no_rotation, lax.full_like(x, 1), lax.mul(xs, rh))
   s = lax.select(no_rotation, lax.full_like(y, 0), lax.neg(lax.mul(ys, rh)))
   return c, s
@@ -336,7 +337,7 @@ def _cholesky_step(u: Any, a: float, b: float, c: float) -> Any:
 
 def _frobenius(x: Any) -> Any:
   ax = lax.abs(x)
-  return lax.sqrt(reductions.reduce_sum(lax.mul(ax, ax), (0, 1)))
+  return transcendental.sqrt(reductions.reduce_sum(lax.mul(ax, ax), (0, 1)))
 
 
 def _not_converged(u: Any, u_prev: Any, tol: float) -> Any:
@@ -390,7 +391,7 @@ def qdwh(x: Any, *, is_hermitian: bool = False, max_iterations: int | None = Non
   abs_x = lax.abs(x)
   one_norm = reductions.reduce_max(reductions.reduce_sum(abs_x, (0,)), (0,))
   inf_norm = reductions.reduce_max(reductions.reduce_sum(abs_x, (1,)), (0,))
-  scale = lax.mul(lax.rsqrt(one_norm), lax.rsqrt(inf_norm))
+  scale = lax.mul(transcendental.rsqrt(one_norm), transcendental.rsqrt(inf_norm))
   scale = lax.select(lax.eq(one_norm, _const(one_norm, 0)), lax.full_like(scale, 1), scale)
   u = lax.mul(x, lax.convert_element_type(scale, _dtype(x)))
 

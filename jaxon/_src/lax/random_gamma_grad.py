@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import core, dtypes
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, utils
 from jaxon._src.lax.special import _p_series, _q_continued_fraction
 
@@ -48,16 +49,16 @@ def _sample_derivative(a: Any, x: Any) -> Any:
   x_is_zero = lax.eq(x, zero)
   domain_error = lax.bitwise_or(lax.lt(x, zero), lax.le(a, lax.full_like(a, 0)))
   use_cf = lax.bitwise_and(lax.gt(x, lax.full_like(x, 1)), lax.gt(x, a))
-  log_ax = lax.sub(lax.sub(lax.mul(a, lax.log(x)), x), lax.lgamma(a))
+  log_ax = lax.sub(lax.sub(lax.mul(a, transcendental.log(x)), x), transcendental.lgamma(a))
   underflow = lax.lt(log_ax, np.array(-np.log(dtypes.finfo(a.dtype).max), a.dtype))
   enabled = lax.bitwise_not(lax.bitwise_or(lax.bitwise_or(lax.bitwise_or(
       x_is_zero, domain_error), underflow), is_nan))
-  log_x = lax.log(x)
+  log_x = transcendental.log(x)
   cf, dcf_da = _q_continued_fraction(a, x, lax.bitwise_and(enabled, use_cf), True)
   series, dseries_da = _p_series(a, x, lax.bitwise_and(enabled, lax.bitwise_not(use_cf)),
                                  True)
-  cf_grad = lax.mul(lax.add(dcf_da, lax.mul(cf, lax.sub(log_x, lax.digamma(a)))), x)
-  dlog_ax_series = lax.sub(log_x, lax.digamma(lax.add(a, np.array(1, a.dtype))))
+  cf_grad = lax.mul(lax.add(dcf_da, lax.mul(cf, lax.sub(log_x, transcendental.digamma(a)))), x)
+  dlog_ax_series = lax.sub(log_x, transcendental.digamma(lax.add(a, np.array(1, a.dtype))))
   series_grad = lax.div(lax.mul(lax.neg(lax.add(dseries_da, lax.mul(series, dlog_ax_series))),
                                 x), a)
   out = lax.select(use_cf, cf_grad, series_grad)

@@ -30,6 +30,7 @@ from jaxon._src.config import values as config_values
 from jaxon._src.core import ShapedArray
 from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, utils
 from jaxon._src.lax.sharding_constraint import apply_out_sharding
 
@@ -519,7 +520,7 @@ def _cumlogsumexp_coefficients(x: Any, out: Any, axis: int, reverse: bool
   every element so far is -inf, so is y_k: the weights are then 0, not exp(-inf + inf)."""
   before = _shift(out, axis, 1, -np.inf, reverse)
   out = lax.select(lax.is_finite(out), out, lax.full_like(out, 0))
-  return lax.exp(lax.sub(before, out)), lax.exp(lax.sub(x, out))
+  return transcendental.exp(lax.sub(before, out)), transcendental.exp(lax.sub(x, out))
 
 
 def _cumchooser_coefficients(better: Callable, not_worse: Callable, identity: Callable

@@ -23,6 +23,7 @@ from jaxlib.mlir.dialects import chlo
 
 from jaxon._src import core, dtypes
 from jaxon._src.interpreters import ad, mlir
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, reductions, utils
 from jaxon._src.lax.control_flow.while_loop import while_loop
 
@@ -152,7 +153,7 @@ def _i0e_impl(x: Any) -> Any:
   x = lax.abs(x)
   near = _chebyshev(lax.sub(lax.mul(_const(x, 0.5), x), _const(x, 2)), small)
   far = lax.div(_chebyshev(lax.sub(lax.div(_const(x, 32), x), _const(x, 2)), large),
-                lax.sqrt(x))
+                transcendental.sqrt(x))
   return lax.select(lax.le(x, _const(x, 8)), near, far)
 
 
@@ -261,9 +262,9 @@ class _IgammaInputs:
     self.x_is_zero = lax.eq(x, zero)
     self.x_is_inf = lax.eq(x, _const(x, np.inf))
     self.a_is_zero = lax.eq(a, zero)
-    log_ax = lax.sub(lax.sub(lax.mul(a, lax.log(x)), x), lax.lgamma(a))
+    log_ax = lax.sub(lax.sub(lax.mul(a, transcendental.log(x)), x), transcendental.lgamma(a))
     self.underflow = lax.lt(log_ax, _const(x, -np.log(np.finfo(dtypes.dtype(x)).max)))
-    self.ax = lax.exp(log_ax)
+    self.ax = transcendental.exp(log_ax)
 
 
 def _any_of(*masks: Any) -> Any:
@@ -312,12 +313,13 @@ def _igamma_grad_a_impl(a: Any, x: Any) -> Any:
   domain_error = lax.bitwise_or(lax.lt(x, zero), lax.le(a, zero))
   use_cf = lax.bitwise_and(lax.gt(x, _const(x, 1)), lax.gt(x, a))
   enabled = lax.bitwise_not(_any_of(s.x_is_zero, domain_error, s.underflow, s.is_nan))
-  log_x = lax.log(x)
+  log_x = transcendental.log(x)
   cf, dcf_da = _q_continued_fraction(a, x, lax.bitwise_and(enabled, use_cf), True)
   series, dseries_da = _p_series(a, x, lax.bitwise_and(enabled, lax.bitwise_not(use_cf)), True)
-  cf_grad = lax.mul(s.ax, lax.add(lax.mul(cf, lax.sub(log_x, lax.digamma(a))), dcf_da))
+  cf_grad = lax.mul(s.ax, lax.add(lax.mul(cf, lax.sub(log_x, transcendental.digamma(a))), dcf_da))
+  digamma_a1 = transcendental.digamma(lax.add(a, _const(a, 1)))
   series_grad = lax.div(lax.mul(s.ax, lax.add(
-      lax.mul(series, lax.sub(log_x, lax.digamma(lax.add(a, _const(a, 1))))), dseries_da)), a)
+      lax.mul(series, lax.sub(log_x, digamma_a1)), dseries_da)), a)
   out = lax.select(use_cf, lax.neg(cf_grad), series_grad)
   out = lax.select(s.x_is_zero, lax.full_like(a, 0), out)
   return lax.select(lax.bitwise_or(domain_error, s.is_nan), lax.full_like(a, np.nan), out)
@@ -325,8 +327,8 @@ def _igamma_grad_a_impl(a: Any, x: Any) -> Any:
 
 def _density(a: Any, x: Any) -> Any:
   """dP/dx = x^(a-1) e^{-x} / Gamma(a)."""
-  return lax.exp(lax.sub(lax.add(lax.neg(x), lax.mul(lax.sub(a, _const(a, 1)), lax.log(x))),
-                         lax.lgamma(a)))
+  log_power = lax.mul(lax.sub(a, _const(a, 1)), transcendental.log(x))
+  return transcendental.exp(lax.sub(lax.add(lax.neg(x), log_power), transcendental.lgamma(a)))
 
 
 def _igamma_grad_a_jvp_a(g: Any, a: Any, x: Any) -> Any:
@@ -337,7 +339,8 @@ def _igamma_grad_a_jvp_a(g: Any, a: Any, x: Any) -> Any:
 
 def _igamma_grad_a_jvp_x(g: Any, a: Any, x: Any) -> Any:
   """d/dx dP/da = d/da dP/dx = dP/dx (log x - digamma(a))."""
-  return lax.mul(g, lax.mul(_density(a, x), lax.sub(lax.log(x), lax.digamma(a))))
+  return lax.mul(g, lax.mul(_density(a, x),
+                            lax.sub(transcendental.log(x), transcendental.digamma(a))))
 
 
 def _lower_upcast(impl: Callable[..., Any]) -> mlir.LoweringRule:
@@ -443,14 +446,14 @@ def _betainc_impl(a: Any, b: Any, x: Any) -> Any:
   x = lax.select(direct, x, lax.sub(one, x))
   fraction = _betainc_continued_fraction(a, b, x)
   # For tiny a, a Gamma(a) = Gamma(a + 1) -> 1 replaces the division by a.
-  log_beta_but_a = lax.sub(lax.lgamma(b), lax.lgamma(lax.add(a, b)))
-  log_beta = lax.add(lax.lgamma(a), log_beta_but_a)
-  log1m_x = lax.log1p(lax.neg(x))
+  log_beta_but_a = lax.sub(transcendental.lgamma(b), transcendental.lgamma(lax.add(a, b)))
+  log_beta = lax.add(transcendental.lgamma(a), log_beta_but_a)
+  log1m_x = transcendental.log1p(lax.neg(x))
   factor = lax.select(
       lax.lt(a, _const(a, np.finfo(dtypes.dtype(a)).tiny * 2)),
-      lax.exp(lax.sub(lax.mul(log1m_x, b), log_beta_but_a)),
-      lax.div(lax.exp(lax.sub(lax.add(lax.mul(lax.log(x), a), lax.mul(log1m_x, b)), log_beta)),
-              a))
+      transcendental.exp(lax.sub(lax.mul(log1m_x, b), log_beta_but_a)),
+      lax.div(transcendental.exp(lax.sub(
+          lax.add(lax.mul(transcendental.log(x), a), lax.mul(log1m_x, b)), log_beta)), a))
   out = lax.mul(fraction, factor)
   out = lax.select(direct, out, lax.sub(one, out))
   out = lax.select(is_zero, zero, out)
@@ -466,9 +469,11 @@ def _betainc_jvp_ab(g: Any, a: Any, b: Any, x: Any) -> Any:
 def _betainc_jvp_x(g: Any, a: Any, b: Any, x: Any) -> Any:
   """dI/dx = x^(a-1) (1-x)^(b-1) / B(a, b)."""
   one = _const(a, 1)
-  log_beta = lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
-  return lax.mul(lax.exp(lax.sub(lax.add(lax.mul(lax.sub(b, one), lax.log1p(lax.neg(x))),
-                                         lax.mul(lax.sub(a, one), lax.log(x))), log_beta)), g)
+  log_beta = lax.sub(lax.add(transcendental.lgamma(a), transcendental.lgamma(b)),
+                     transcendental.lgamma(lax.add(a, b)))
+  log_density = lax.add(lax.mul(lax.sub(b, one), transcendental.log1p(lax.neg(x))),
+                        lax.mul(lax.sub(a, one), transcendental.log(x)))
+  return lax.mul(transcendental.exp(lax.sub(log_density, log_beta)), g)
 
 
 mlir.register_lowering(regularized_incomplete_beta_p, _lower_upcast(_betainc_impl))

@@ -20,6 +20,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes
 from jaxon._src.interpreters.ad import stop_gradient
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax
 from jaxon._src.lax import utils as lax_utils
 from jaxon._src.lax.custom_derivatives import custom_jvp
@@ -90,7 +91,7 @@ def elu(x: Any, alpha: Any = 1.0) -> Any:
   x = _inexact("elu", x)
   positive = lax.gt(x, _zeros(x))
   safe_x = lax.select(positive, _zeros(x), x)  # keeps exp from overflowing where unused
-  return ufuncs.where(positive, x, ufuncs.multiply(alpha, lax.expm1(safe_x)))
+  return ufuncs.where(positive, x, ufuncs.multiply(alpha, transcendental.expm1(safe_x)))
 
 
 @memoize_eager_operations
@@ -119,8 +120,9 @@ def gelu(x: Any, approximate: bool = True) -> Any:
   if approximate:
     inner = lax.mul(np.array(math.sqrt(2 / math.pi), x.dtype),
                     lax.add(x, lax.mul(np.array(0.044715, x.dtype), lax.integer_pow(x, 3))))
-    return lax.mul(lax.mul(half, x), lax.add(np.array(1, x.dtype), lax.tanh(inner)))
-  return lax.mul(lax.mul(half, x), lax.erfc(lax.mul(np.array(-math.sqrt(0.5), x.dtype), x)))
+    return lax.mul(lax.mul(half, x), lax.add(np.array(1, x.dtype), transcendental.tanh(inner)))
+  return lax.mul(lax.mul(half, x),
+                 transcendental.erfc(lax.mul(np.array(-math.sqrt(0.5), x.dtype), x)))
 
 
 # ----------------------------------------------------------------------------- sigmoids
@@ -128,7 +130,7 @@ def gelu(x: Any, approximate: bool = True) -> Any:
 @memoize_eager_operations
 def sigmoid(x: Any) -> Any:
   """The logistic function 1 / (1 + exp(-x))."""
-  return lax.logistic(_inexact("sigmoid", x))
+  return transcendental.logistic(_inexact("sigmoid", x))
 
 
 @memoize_eager_operations
@@ -173,7 +175,7 @@ def soft_sign(x: Any) -> Any:
 def silu(x: Any) -> Any:
   """Sigmoid linear unit (swish), x * sigmoid(x)."""
   x = _inexact("silu", x)
-  return lax.mul(x, lax.logistic(x))
+  return lax.mul(x, transcendental.logistic(x))
 
 
 swish = silu
@@ -205,7 +207,7 @@ hard_swish = hard_silu
 def mish(x: Any) -> Any:
   """x * tanh(softplus(x))."""
   x = _inexact("mish", x)
-  return lax.mul(x, lax.tanh(softplus(x)))
+  return lax.mul(x, transcendental.tanh(softplus(x)))
 
 
 def squareplus(x: Any, b: Any = 4) -> Any:
@@ -229,7 +231,7 @@ def glu(x: Any, axis: int = -1) -> Any:
     raise ValueError(f"glu: axis {axis} of x (shape {x.shape}) must have even size, got "
                      f"{size}.")
   first, second = shape.split(x, 2, axis)
-  return lax.mul(first, lax.logistic(second))
+  return lax.mul(first, transcendental.logistic(second))
 
 
 # ----------------------------------------------------------------------------- softmax
@@ -299,8 +301,8 @@ def log1mexp(x: Any) -> Any:
   Example: `log1mexp(jnp.log(2.))` is `-log(2.)`."""
   x = _inexact("log1mexp", x)
   neg_x = lax.neg(x)
-  near_zero = lax.log(lax.neg(lax.expm1(neg_x)))
-  far = lax.log1p(lax.neg(lax.exp(neg_x)))
+  near_zero = transcendental.log(lax.neg(transcendental.expm1(neg_x)))
+  far = transcendental.log1p(lax.neg(transcendental.exp(neg_x)))
   return lax.select(lax.lt(x, lax.full_like(x, math.log(2))), near_zero, far)
 
 
@@ -348,7 +350,7 @@ def standardize(x: Any, axis: Axis = -1, mean: Any = None, variance: Any = None,
     mean_square = reductions.mean(ufuncs.square(x), axes, keepdims=True, where=where)
     variance = ufuncs.maximum(ufuncs.subtract(mean_square, ufuncs.square(mean)), 0)
   return ufuncs.multiply(ufuncs.subtract(x, mean),
-                         lax.rsqrt(ufuncs.add(variance, np.array(epsilon, x.dtype))))
+                         transcendental.rsqrt(ufuncs.add(variance, np.array(epsilon, x.dtype))))
 
 
 # ----------------------------------------------------------------------------- attention

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from jaxon._src import core, dtypes
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import gather_scatter, lax, reductions, shape_ops, slicing, sorting
 from jaxon._src.numpy import shape as jnp_shape
 from jaxon._src.numpy import util
@@ -385,8 +386,8 @@ def std(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof: in
         correction: int | float | None = None) -> Any:
   """Standard deviation over `axis`: the square root of `var`."""
   _check_inexact_dtype("std", dtype, ValueError)
-  return lax.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
-                      correction=correction))
+  return transcendental.sqrt(var(a, axis, dtype, out, ddof, keepdims, where=where,
+                                 mean=mean, correction=correction))
 
 
 def _variance(name: str, a: Any, axis: Axis, dtype: Any, out: Any, ddof: Any,
@@ -832,7 +833,7 @@ def nanstd(a: Any, axis: Axis = None, dtype: Any = None, out: None = None, ddof:
   """`std` of the elements that are not NaN: the square root of `nanvar`."""
   if not dtypes.is_complex(dtypes.dtype(a)):  # complex input: nanvar's ValueError first
     _check_inexact_dtype("nanstd", dtype, TypeError)
-  return lax.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
+  return transcendental.sqrt(nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean))
 
 
 def nanargmax(a: Any, axis: int | None = None, out: None = None,

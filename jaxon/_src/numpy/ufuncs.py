@@ -19,6 +19,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes
 from jaxon._src.config import config
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, numeric_extra
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy import shape, util
@@ -134,25 +135,25 @@ def _ufunc(name: str, nin: int, promote: _Promote, lax_fn: Callable[..., Any], d
 
 _P, _PI = _promote_args, _promote_args_inexact
 
-sqrt = _ufunc("sqrt", 1, _PI, lax.sqrt, "Elementwise non-negative square root.")
-cbrt = _ufunc("cbrt", 1, _PI, lax.cbrt, "Elementwise real cube root.")
-exp = _ufunc("exp", 1, _PI, lax.exp, "Elementwise exponential e**x.")
-exp2 = _ufunc("exp2", 1, _PI, lax.exp2, "Elementwise 2**x.")
-expm1 = _ufunc("expm1", 1, _PI, lax.expm1, "Elementwise exp(x) - 1, accurate near 0.")
-log = _ufunc("log", 1, _PI, lax.log, "Elementwise natural logarithm.")
-log1p = _ufunc("log1p", 1, _PI, lax.log1p, "Elementwise log(1 + x), accurate near 0.")
-sin = _ufunc("sin", 1, _PI, lax.sin, "Elementwise sine.")
-cos = _ufunc("cos", 1, _PI, lax.cos, "Elementwise cosine.")
-tan = _ufunc("tan", 1, _PI, lax.tan, "Elementwise tangent.")
-arcsin = _ufunc("arcsin", 1, _PI, lax.asin, "Elementwise inverse sine.")
-arccos = _ufunc("arccos", 1, _PI, lax.acos, "Elementwise inverse cosine.")
-arctan = _ufunc("arctan", 1, _PI, lax.atan, "Elementwise inverse tangent.")
-sinh = _ufunc("sinh", 1, _PI, lax.sinh, "Elementwise hyperbolic sine.")
-cosh = _ufunc("cosh", 1, _PI, lax.cosh, "Elementwise hyperbolic cosine.")
-tanh = _ufunc("tanh", 1, _PI, lax.tanh, "Elementwise hyperbolic tangent.")
-arcsinh = _ufunc("arcsinh", 1, _PI, lax.asinh, "Elementwise inverse hyperbolic sine.")
-arccosh = _ufunc("arccosh", 1, _PI, lax.acosh, "Elementwise inverse hyperbolic cosine.")
-arctanh = _ufunc("arctanh", 1, _PI, lax.atanh, "Elementwise inverse hyperbolic tangent.")
+sqrt = _ufunc("sqrt", 1, _PI, transcendental.sqrt, "Elementwise non-negative square root.")
+cbrt = _ufunc("cbrt", 1, _PI, transcendental.cbrt, "Elementwise real cube root.")
+exp = _ufunc("exp", 1, _PI, transcendental.exp, "Elementwise exponential e**x.")
+exp2 = _ufunc("exp2", 1, _PI, transcendental.exp2, "Elementwise 2**x.")
+expm1 = _ufunc("expm1", 1, _PI, transcendental.expm1, "Elementwise exp(x) - 1, accurate near 0.")
+log = _ufunc("log", 1, _PI, transcendental.log, "Elementwise natural logarithm.")
+log1p = _ufunc("log1p", 1, _PI, transcendental.log1p, "Elementwise log(1 + x), accurate near 0.")
+sin = _ufunc("sin", 1, _PI, transcendental.sin, "Elementwise sine.")
+cos = _ufunc("cos", 1, _PI, transcendental.cos, "Elementwise cosine.")
+tan = _ufunc("tan", 1, _PI, transcendental.tan, "Elementwise tangent.")
+arcsin = _ufunc("arcsin", 1, _PI, transcendental.asin, "Elementwise inverse sine.")
+arccos = _ufunc("arccos", 1, _PI, transcendental.acos, "Elementwise inverse cosine.")
+arctan = _ufunc("arctan", 1, _PI, transcendental.atan, "Elementwise inverse tangent.")
+sinh = _ufunc("sinh", 1, _PI, transcendental.sinh, "Elementwise hyperbolic sine.")
+cosh = _ufunc("cosh", 1, _PI, transcendental.cosh, "Elementwise hyperbolic cosine.")
+tanh = _ufunc("tanh", 1, _PI, transcendental.tanh, "Elementwise hyperbolic tangent.")
+arcsinh = _ufunc("arcsinh", 1, _PI, transcendental.asinh, "Elementwise inverse hyperbolic sine.")
+arccosh = _ufunc("arccosh", 1, _PI, transcendental.acosh, "Elementwise inverse hyperbolic cosine.")
+arctanh = _ufunc("arctanh", 1, _PI, transcendental.atanh, "Elementwise inverse hyperbolic tangent.")
 negative = _ufunc("negative", 1, _P, lax.neg, "Elementwise -x (integers wrap around).")
 sign = _ufunc("sign", 1, _P, lax.sign, "Elementwise sign: -1, 0 or 1; x/|x| for complex x.")
 bitwise_not = _ufunc("bitwise_not", 1, _P, lax.bitwise_not,
@@ -173,12 +174,12 @@ bitwise_xor = _ufunc("bitwise_xor", 2, _P, lax.bitwise_xor,
                      "Elementwise XOR: bitwise for integers, logical for bools.")
 true_divide = _ufunc("true_divide", 2, _PI, lax.div,
                      "Elementwise x1 / x2 in floating point (integers divide as floats).")
-arctan2 = _ufunc("arctan2", 2, _PI, lax.atan2,
+arctan2 = _ufunc("arctan2", 2, _PI, transcendental.atan2,
                  "Elementwise angle of the point (x2, x1): arctan(x1 / x2) in the right "
                  "quadrant.")
 nextafter = _ufunc("nextafter", 2, _PI, lax.nextafter,
                    "The next floating-point value after x1 towards x2, elementwise.")
-float_power = _ufunc("float_power", 2, _PI, lax.pow,
+float_power = _ufunc("float_power", 2, _PI, transcendental.pow,
                      "Elementwise x1 ** x2 computed in floating point.")
 
 divide = true_divide
@@ -261,7 +262,7 @@ def reciprocal(x: Any, /) -> Any:
 def _log_base(name: str, base: float) -> Callable[[Any], Any]:
   def fn(x: Any, /) -> Any:
     (x,) = _promote_args_inexact(name, x)
-    return lax.div(lax.log(x), lax.log(_strong_const(x, base)))
+    return lax.div(transcendental.log(x), transcendental.log(_strong_const(x, base)))
   fn.__name__ = fn.__qualname__ = name
   fn.__doc__ = f"Elementwise base-{base:g} logarithm.\n\nJAX implementation of `numpy.{name}`."
   return fn
@@ -340,7 +341,7 @@ def power(x1: Any, x2: Any, /) -> Any:
   """Elementwise x1 ** x2.
 
   A Python (or NumPy) integer exponent gives `lax.integer_pow`, exact for any base dtype
-  (`x ** 2` is `x * x`); integer arrays use binary exponentiation; otherwise `lax.pow` in
+  (`x ** 2` is `x * x`); integer arrays use binary exponentiation; otherwise `transcendental.pow` in
   the promoted dtype. Integers raised to negative integers are an error.
   """
   util.check_arraylike("power", x1, x2)
@@ -349,7 +350,7 @@ def power(x1: Any, x2: Any, /) -> Any:
     return lax.integer_pow(x1, operator.index(x2))
   x1, x2 = _promote_args_numeric("power", x1, x2)
   if not dtypes.is_integer(_dtype(x1)):
-    return lax.pow(x1, x2)
+    return transcendental.pow(x1, x2)
   return _integer_power(x1, x2)
 
 
@@ -581,7 +582,7 @@ def angle(z: Any, deg: bool = False) -> Any:
   """Elementwise angle of a complex number in (-pi, pi], in radians (degrees if `deg`);
   0 or pi for real numbers."""
   (z,) = _promote_args_inexact("angle", z)
-  result = lax.atan2(imag(z), real(z))
+  result = transcendental.atan2(imag(z), real(z))
   return degrees(result) if deg else result
 
 
@@ -617,7 +618,7 @@ def hypot(x1: Any, x2: Any, /) -> Any:
   big, small = lax.max(x1, x2), lax.min(x1, x2)
   safe_big = where(lax.eq(big, _const(big, 0)), _const(big, 1), big)
   ratio = lax.div(small, safe_big)
-  out = lax.mul(big, lax.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
+  out = lax.mul(big, transcendental.sqrt(lax.add(_const(big, 1), lax.mul(ratio, ratio))))
   out = where(lax.eq(big, _const(big, 0)), big, out)
   is_inf = lax.bitwise_or(isinf(x1), isinf(x2))
   return where(is_inf, _const(out, np.inf), out)
@@ -635,7 +636,7 @@ def _logaddexp_complex(x1: Any, x2: Any, exp_fn: Callable[[Any], Any],
   into [-pi, pi] (times log_b(e)): a principal value, as JAX's."""
   big = lax.max(x1, x2)
   small_minus_big = lax.sub(lax.add(x1, x2), lax.mul(lax._const(big, 2), big))
-  tail = lax.log1p(exp_fn(small_minus_big))
+  tail = transcendental.log1p(exp_fn(small_minus_big))
   if log_scale is not None:
     tail = lax.mul(lax._const(tail, log_scale), tail)
   out = lax.add(big, tail)
@@ -665,7 +666,7 @@ def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log_scale: float | None,
     if dtypes.is_complex(_dtype(x1)):
       return _logaddexp_complex(x1, x2, exp_fn, log_scale)
     delta = lax.sub(x1, x2)
-    tail = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+    tail = transcendental.log1p(exp_fn(lax.neg(lax.abs(delta))))
     if log_scale is not None:
       tail = lax.mul(lax._const(tail, log_scale), tail)
     return lax.select(lax.ne(delta, delta), lax.add(x1, x2), lax.add(lax.max(x1, x2), tail))
@@ -686,9 +687,9 @@ def _logaddexp(name: str, exp_fn: Callable[[Any], Any], log_scale: float | None,
   return memoize_eager_operations(fn)
 
 
-logaddexp = _logaddexp("logaddexp", lax.exp, None,
+logaddexp = _logaddexp("logaddexp", transcendental.exp, None,
                        "Elementwise log(exp(x1) + exp(x2)), without overflow.")
-logaddexp2 = _logaddexp("logaddexp2", lax.exp2, 1 / np.log(2),
+logaddexp2 = _logaddexp("logaddexp2", transcendental.exp2, 1 / np.log(2),
                         "Elementwise log2(2**x1 + 2**x2), without overflow.")
 
 
@@ -704,7 +705,8 @@ def sinc(x: Any, /) -> Any:
   is_zero = lax.eq(x, lax._const(x, 0))
   pi_x = lax.mul(lax._const(x, np.pi), x)
   safe_pi_x = where(is_zero, lax._const(x, 1), pi_x)
-  return where(is_zero, _sin_over_z_taylor(0, pi_x), lax.div(lax.sin(safe_pi_x), safe_pi_x))
+  return where(is_zero, _sin_over_z_taylor(0, pi_x),
+               lax.div(transcendental.sin(safe_pi_x), safe_pi_x))
 
 
 @functools.partial(custom_jvp, nondiff_argnums=(0,))

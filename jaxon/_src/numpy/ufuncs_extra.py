@@ -10,6 +10,7 @@ import numpy as np
 
 from jaxon._src import core, dtypes
 from jaxon._src.api import jvp
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.lax import special as lax_special
@@ -52,7 +53,7 @@ def i0(x: Any) -> Any:
 
 @custom_jvp
 def _i0(x: Any) -> Any:
-  return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i0e(x))
+  return lax.mul(transcendental.exp(lax.abs(x)), lax_special.bessel_i0e(x))
 
 
 @_i0.defjvp

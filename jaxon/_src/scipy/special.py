@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import dtypes
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax
 from jaxon._src.lax import special as lax_special
 from jaxon._src.lax.custom_derivatives import custom_jvp
@@ -53,11 +54,12 @@ def _unary(name: str, lax_fn: Any, doc: str) -> Any:
 
 # ----------------------------------------------------------------------------- primitives
 
-gammaln = _unary("gammaln", lax.lgamma, "Log of the absolute value of the gamma function.")
-erf = _unary("erf", lax.erf, "The error function.")
-erfc = _unary("erfc", lax.erfc, "The complementary error function 1 - erf(x).")
-erfinv = _unary("erfinv", lax.erf_inv, "The inverse of the error function on (-1, 1).")
-expit = _unary("expit", lax.logistic, "The logistic sigmoid 1 / (1 + exp(-x)).")
+gammaln = _unary("gammaln", transcendental.lgamma,
+                 "Log of the absolute value of the gamma function.")
+erf = _unary("erf", transcendental.erf, "The error function.")
+erfc = _unary("erfc", transcendental.erfc, "The complementary error function 1 - erf(x).")
+erfinv = _unary("erfinv", transcendental.erf_inv, "The inverse of the error function on (-1, 1).")
+expit = _unary("expit", transcendental.logistic, "The logistic sigmoid 1 / (1 + exp(-x)).")
 i0e = _unary("i0e", lax_special.bessel_i0e,
              "Exponentially scaled modified Bessel function of order 0, exp(-|x|) I0(x).")
 i1e = _unary("i1e", lax_special.bessel_i1e,
@@ -72,7 +74,7 @@ def digamma(x: Any) -> Any:
   (x,) = _promote_args_inexact("digamma", x)
   at_zero = lax.eq(x, _const(x, 0))
   safe_x = lax.select(at_zero, lax.full_like(x, 1), x)
-  return lax.select(at_zero, lax.div(_const(x, -1), x), lax.digamma(safe_x))
+  return lax.select(at_zero, lax.div(_const(x, -1), x), transcendental.digamma(safe_x))
 
 
 def i0(x: Any) -> Any:
@@ -80,7 +82,7 @@ def i0(x: Any) -> Any:
 
   JAX implementation of `scipy.special.i0`."""
   (x,) = _promote_args_inexact("i0", x)
-  return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i0e(x))
+  return lax.mul(transcendental.exp(lax.abs(x)), lax_special.bessel_i0e(x))
 
 
 def i1(x: Any) -> Any:
@@ -88,7 +90,7 @@ def i1(x: Any) -> Any:
 
   JAX implementation of `scipy.special.i1`."""
   (x,) = _promote_args_inexact("i1", x)
-  return lax.mul(lax.exp(lax.abs(x)), lax_special.bessel_i1e(x))
+  return lax.mul(transcendental.exp(lax.abs(x)), lax_special.bessel_i1e(x))
 
 
 def gammainc(a: Any, x: Any) -> Any:
@@ -134,7 +136,7 @@ def polygamma(n: Any, x: Any) -> Any:
 
   JAX implementation of `scipy.special.polygamma`."""
   n, x = _promote_args_inexact("polygamma", n, x)
-  return lax.polygamma(n, x)
+  return transcendental.polygamma(n, x)
 
 
 # ----------------------------------------------------------------------------- gamma family
@@ -165,7 +167,7 @@ def gamma(x: Any) -> Any:
 
   JAX implementation of `scipy.special.gamma`."""
   (x,) = _promote_args_inexact("gamma", x)
-  return lax.mul(_gamma_sign(x), lax.exp(lax.lgamma(x)))
+  return lax.mul(_gamma_sign(x), transcendental.exp(transcendental.lgamma(x)))
 
 
 def betaln(a: Any, b: Any) -> Any:
@@ -174,7 +176,8 @@ def betaln(a: Any, b: Any) -> Any:
 
   JAX implementation of `scipy.special.betaln`."""
   a, b = _promote_args_inexact("betaln", a, b)
-  return lax.sub(lax.add(lax.lgamma(a), lax.lgamma(b)), lax.lgamma(lax.add(a, b)))
+  return lax.sub(lax.add(transcendental.lgamma(a), transcendental.lgamma(b)),
+                 transcendental.lgamma(lax.add(a, b)))
 
 
 def beta(a: Any, b: Any) -> Any:
@@ -183,7 +186,7 @@ def beta(a: Any, b: Any) -> Any:
   JAX implementation of `scipy.special.beta`."""
   a, b = _promote_args_inexact("beta", a, b)
   sign = lax.mul(lax.mul(_gamma_sign(a), _gamma_sign(b)), _gamma_sign(lax.add(a, b)))
-  return lax.mul(sign, lax.exp(betaln(a, b)))
+  return lax.mul(sign, transcendental.exp(betaln(a, b)))
 
 
 def multigammaln(a: Any, d: int) -> Any:
@@ -197,7 +200,7 @@ def multigammaln(a: Any, d: int) -> Any:
   (a,) = _promote_args_inexact("multigammaln", a)
   total = lax.full_like(a, d * (d - 1) / 4 * math.log(math.pi))
   for j in range(d):
-    total = lax.add(total, lax.lgamma(lax.sub(a, _const(a, j / 2))))
+    total = lax.add(total, transcendental.lgamma(lax.sub(a, _const(a, j / 2))))
   return total
 
 
@@ -211,7 +214,7 @@ def loggamma(x: Any) -> Any:
   (x,) = _promote_args_inexact("loggamma", x)
   negative = lax.lt(x, _const(x, 0))
   safe_x = lax.select(negative, lax.full_like(x, 1), x)
-  return lax.select(negative, lax.full_like(x, np.nan), lax.lgamma(safe_x))
+  return lax.select(negative, lax.full_like(x, np.nan), transcendental.lgamma(safe_x))
 
 
 def factorial(n: Any, exact: bool = False) -> Any:
@@ -247,9 +250,10 @@ def comb(N: Any, k: Any, *, exact: bool = False, repetition: bool = False) -> An
   safe_N = lax.select(valid, N, lax.full_like(N, 1))
   safe_k = lax.select(valid, k, lax.full_like(k, 0))
   one = _const(N, 1)
-  log_comb = lax.sub(lax.lgamma(lax.add(safe_N, one)), lax.add(
-      lax.lgamma(lax.add(safe_k, one)), lax.lgamma(lax.add(lax.sub(safe_N, safe_k), one))))
-  return lax.select(valid, lax.exp(log_comb), lax.full_like(N, 0))
+  log_comb = lax.sub(transcendental.lgamma(lax.add(safe_N, one)), lax.add(
+      transcendental.lgamma(lax.add(safe_k, one)),
+      transcendental.lgamma(lax.add(lax.sub(safe_N, safe_k), one))))
+  return lax.select(valid, transcendental.exp(log_comb), lax.full_like(N, 0))
 
 
 def poch(z: Any, m: Any) -> Any:
@@ -259,7 +263,8 @@ def poch(z: Any, m: Any) -> Any:
   z, m = _promote_and_broadcast("poch", z, m)
   z_plus_m = lax.add(z, m)
   sign = lax.mul(_gamma_sign(z_plus_m), _gamma_sign(z))
-  value = lax.mul(sign, lax.exp(lax.sub(lax.lgamma(z_plus_m), lax.lgamma(z))))
+  value = lax.mul(sign, transcendental.exp(
+      lax.sub(transcendental.lgamma(z_plus_m), transcendental.lgamma(z))))
   return lax.select(lax.eq(m, _const(m, 0)), lax.full_like(z, 1), value)
 
 
@@ -282,13 +287,13 @@ def xlogy(x: Any, y: Any) -> Any:
 @custom_jvp
 def _xlogy(x: Any, y: Any) -> Any:
   keep = lax.bitwise_or(lax.ne(x, _const(x, 0)), lax.ne(y, y))
-  return lax.select(keep, lax.mul(x, lax.log(y)), lax.full_like(x, 0))
+  return lax.select(keep, lax.mul(x, transcendental.log(y)), lax.full_like(x, 0))
 
 
 @_xlogy.defjvp
 def _xlogy_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
   (x, y), (dx, dy) = primals, tangents
-  return _xlogy(x, y), lax.add(lax.mul(dx, lax.log(y)), lax.div(lax.mul(dy, x), y))
+  return _xlogy(x, y), lax.add(lax.mul(dx, transcendental.log(y)), lax.div(lax.mul(dy, x), y))
 
 
 def xlog1py(x: Any, y: Any) -> Any:
@@ -302,13 +307,13 @@ def xlog1py(x: Any, y: Any) -> Any:
 @custom_jvp
 def _xlog1py(x: Any, y: Any) -> Any:
   keep = lax.bitwise_or(lax.ne(x, _const(x, 0)), lax.ne(y, y))
-  return lax.select(keep, lax.mul(x, lax.log1p(y)), lax.full_like(x, 0))
+  return lax.select(keep, lax.mul(x, transcendental.log1p(y)), lax.full_like(x, 0))
 
 
 @_xlog1py.defjvp
 def _xlog1py_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
   (x, y), (dx, dy) = primals, tangents
-  return _xlog1py(x, y), lax.add(lax.mul(dx, lax.log1p(y)),
+  return _xlog1py(x, y), lax.add(lax.mul(dx, transcendental.log1p(y)),
                                  lax.div(lax.mul(dy, x), lax.add(y, _const(y, 1))))
 
 
@@ -320,7 +325,7 @@ def _xlogx(x: Any) -> Any:
 @_xlogx.defjvp
 def _xlogx_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
   (x,), (dx,) = primals, tangents
-  return _xlogx(x), lax.mul(dx, lax.add(lax.log(x), _const(x, 1)))
+  return _xlogx(x), lax.mul(dx, lax.add(transcendental.log(x), _const(x, 1)))
 
 
 def entr(x: Any) -> Any:
@@ -341,7 +346,7 @@ def rel_entr(p: Any, q: Any) -> Any:
   both_positive = lax.bitwise_and(lax.gt(x, _const(x, 0)), lax.gt(y, _const(y, 0)))
   safe_x = lax.select(both_positive, x, lax.full_like(x, 1))
   safe_y = lax.select(both_positive, y, lax.full_like(y, 1))
-  value = lax.mul(safe_x, lax.log(lax.div(safe_x, safe_y)))
+  value = lax.mul(safe_x, transcendental.log(lax.div(safe_x, safe_y)))
   zero = lax.bitwise_and(lax.eq(x, _const(x, 0)), lax.ge(y, _const(y, 0)))
   edge = lax.select(zero, lax.full_like(x, 0), lax.full_like(x, np.inf))
   return lax.select(both_positive, value, edge)
@@ -361,7 +366,7 @@ def boxcox(x: Any, lmbda: Any) -> Any:
 
   JAX implementation of `scipy.special.boxcox`."""
   x, lmbda = _promote_and_broadcast("boxcox", x, lmbda)
-  return _boxcox_of_log(lax.log(x), lmbda)
+  return _boxcox_of_log(transcendental.log(x), lmbda)
 
 
 def boxcox1p(x: Any, lmbda: Any) -> Any:
@@ -369,7 +374,7 @@ def boxcox1p(x: Any, lmbda: Any) -> Any:
 
   JAX implementation of `scipy.special.boxcox1p`."""
   x, lmbda = _promote_and_broadcast("boxcox1p", x, lmbda)
-  return _boxcox_of_log(lax.log1p(x), lmbda)
+  return _boxcox_of_log(transcendental.log1p(x), lmbda)
 
 
 def _boxcox_of_log(log_x: Any, lmbda: Any) -> Any:
@@ -377,7 +382,8 @@ def _boxcox_of_log(log_x: Any, lmbda: Any) -> Any:
   division then gets lmbda = 1, so its unused branch cannot put NaN in gradients)."""
   tiny = lax.lt(lax.abs(lmbda), _const(lmbda, 1e-19))
   safe_lmbda = lax.select(tiny, lax.full_like(lmbda, 1), lmbda)
-  return lax.select(tiny, log_x, lax.div(lax.expm1(lax.mul(safe_lmbda, log_x)), safe_lmbda))
+  return lax.select(tiny, log_x,
+                    lax.div(transcendental.expm1(lax.mul(safe_lmbda, log_x)), safe_lmbda))
 
 
 def logit(x: Any) -> Any:
@@ -385,7 +391,7 @@ def logit(x: Any) -> Any:
 
   JAX implementation of `scipy.special.logit`."""
   (x,) = _promote_args_inexact("logit", x)
-  return lax.log(lax.div(x, lax.sub(_const(x, 1), x)))
+  return transcendental.log(lax.div(x, lax.sub(_const(x, 1), x)))
 
 
 # ----------------------------------------------------------------------------- logsumexp
@@ -466,7 +472,7 @@ def ndtr(x: Any) -> Any:
 
 
 def _ndtr(x: Any) -> Any:
-  return lax.mul(_const(x, 0.5), lax.erfc(lax.mul(x, _const(x, -math.sqrt(0.5)))))
+  return lax.mul(_const(x, 0.5), transcendental.erfc(lax.mul(x, _const(x, -math.sqrt(0.5)))))
 
 
 def log_ndtr(x: Any, series_order: int = 3) -> Any:
@@ -487,8 +493,8 @@ def log_ndtr(x: Any, series_order: int = 3) -> Any:
   x_positive = lax.select(positive, x, lax.full_like(x, 1))
   x_lower = lax.select(in_lower, x, lax.full_like(x, lower))
   x_middle = lax.select(lax.bitwise_or(positive, in_lower), lax.full_like(x, -1), x)
-  positive_value = lax.log1p(lax.neg(_ndtr(lax.neg(x_positive))))
-  middle_value = lax.log(_ndtr(x_middle))
+  positive_value = transcendental.log1p(lax.neg(_ndtr(lax.neg(x_positive))))
+  middle_value = transcendental.log(_ndtr(x_middle))
   lower_value = _log_ndtr_asymptotic(x_lower, int(series_order))
   return lax.select(positive, positive_value, lax.select(in_lower, lower_value, middle_value))
 
@@ -501,8 +507,8 @@ def _log_ndtr_asymptotic(x: Any, order: int) -> Any:
     double_factorial *= 2 * n - 1
     power = lax.mul(power, inv_x2)
     series = lax.add(series, lax.mul(_const(x, (-1) ** n * double_factorial), power))
-  log_pdf_part = lax.sub(lax.mul(_const(x, -0.5), x2), lax.log(lax.neg(x)))
-  return lax.add(lax.sub(log_pdf_part, _const(x, 0.5 * _LOG_2PI)), lax.log(series))
+  log_pdf_part = lax.sub(lax.mul(_const(x, -0.5), x2), transcendental.log(lax.neg(x)))
+  return lax.add(lax.sub(log_pdf_part, _const(x, 0.5 * _LOG_2PI)), transcendental.log(series))
 
 
 def ndtri(p: Any) -> Any:
@@ -526,8 +532,8 @@ def ndtri(p: Any) -> Any:
   ww = lax.mul(w, w)
   middle = lax.add(w, lax.mul(lax.mul(w, ww), _rational(_NDTRI_MIDDLE, ww)))
   middle = lax.mul(middle, _const(p, -np.sqrt(2.0 * np.pi)))
-  z = lax.sqrt(lax.mul(_const(p, -2.0), lax.log(q)))
-  leading = lax.sub(z, lax.div(lax.log(z), z))
+  z = transcendental.sqrt(lax.mul(_const(p, -2.0), transcendental.log(q)))
+  leading = lax.sub(z, lax.div(transcendental.log(z), z))
   inverse_z = lax.div(_const(p, 1.0), z)
   far = lax.sub(leading, lax.div(_rational(_NDTRI_FAR_TAIL, inverse_z), z))
   near = lax.sub(leading, lax.div(_rational(_NDTRI_NEAR_TAIL, inverse_z), z))

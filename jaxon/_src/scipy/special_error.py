@@ -21,6 +21,7 @@ import numpy as np
 import jaxon.numpy as jnp
 from jaxon._src import dtypes
 from jaxon._src.api import jit
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax
 from jaxon._src.lax.custom_derivatives import custom_jvp
 from jaxon._src.numpy.util import promote_args_inexact
@@ -90,7 +91,7 @@ def _wofz(z: Any) -> Any:
   upper = lax.ge(lax.imag(z), lax.full_like(lax.imag(z), 0))
   z_up = lax.select(upper, z, lax.neg(z))
   w_up = _wofz_upper_half_plane(z_up)
-  return lax.select(upper, w_up, _const(z, 2) * lax.exp(lax.neg(z * z)) - w_up)
+  return lax.select(upper, w_up, _const(z, 2) * transcendental.exp(lax.neg(z * z)) - w_up)
 
 
 _wofz.defjvps(lambda g, w, z: g * (_const(z, -2) * z * w + _const(z, 2j / _SQRT_PI)))
@@ -118,7 +119,7 @@ def _erfcx_real(x: Any) -> Any:
   n_terms = 9 if dtypes.dtype(x) == np.float64 else 5
   large = lax.gt(x, _const(x, math.sqrt(math.log(np.finfo(dtypes.dtype(x)).max))))
   safe_x = lax.select(large, lax.full_like(x, 1), x)
-  direct = lax.exp(jnp.square(safe_x)) * lax.erfc(safe_x)
+  direct = transcendental.exp(jnp.square(safe_x)) * transcendental.erfc(safe_x)
   big_x = lax.select(large, x, lax.full_like(x, 10))
   series = _polyval(_ERFCX_ASYMPTOTIC[-n_terms:], _const(x, 1) / jnp.square(big_x))
   return lax.select(large, series / (big_x * _const(x, _SQRT_PI)), direct)
@@ -244,12 +245,12 @@ def _owens_t(h: Any, a: Any) -> Any:
   t = _owens_t_quadrature(scaled_h, small_a)
   t = jnp.where(scaled_h == 0, jnp.arctan(small_a) / (2 * np.pi), t)
   root2 = _const(h, math.sqrt(2))
-  t = jnp.where(small_a == 1,
-                0.125 * lax.erfc(-scaled_h / root2) * lax.erfc(scaled_h / root2), t)
-  q_h, q_ah = lax.erfc(h / root2), lax.erfc(abs_a * h / root2)
+  t = jnp.where(small_a == 1, 0.125 * transcendental.erfc(-scaled_h / root2)
+                * transcendental.erfc(scaled_h / root2), t)
+  q_h, q_ah = transcendental.erfc(h / root2), transcendental.erfc(abs_a * h / root2)
   reflected = jnp.where(
       abs_a * h <= 0.67,
-      0.25 - 0.25 * lax.erf(h / root2) * lax.erf(abs_a * h / root2) - t,
+      0.25 - 0.25 * transcendental.erf(h / root2) * transcendental.erf(abs_a * h / root2) - t,
       0.25 * (q_h + q_ah - q_h * q_ah) - t)
   t = lax.sign(a) * lax.select(big_a, reflected, t)
   return jnp.where(jnp.isnan(a) | jnp.isnan(h), jnp.nan, t)
@@ -259,10 +260,11 @@ def _owens_t(h: Any, a: Any) -> Any:
 def _owens_t_jvp(primals: tuple, tangents: tuple) -> tuple[Any, Any]:
   h, a = primals
   h_dot, a_dot = tangents
-  d_h = (-lax.exp(-0.5 * jnp.square(h)) * lax.erf(a * h / _const(h, math.sqrt(2)))
+  d_h = (-transcendental.exp(-0.5 * jnp.square(h))
+         * transcendental.erf(a * h / _const(h, math.sqrt(2)))
          / _const(h, 2 * math.sqrt(2 * math.pi)))
   one_a2 = jnp.square(a) + 1
-  d_a = lax.exp(-0.5 * one_a2 * jnp.square(h)) / (_const(a, 2 * math.pi) * one_a2)
+  d_a = transcendental.exp(-0.5 * one_a2 * jnp.square(h)) / (_const(a, 2 * math.pi) * one_a2)
   return _owens_t(h, a), d_h * h_dot + d_a * a_dot
 
 

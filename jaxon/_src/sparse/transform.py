@@ -18,6 +18,7 @@ import numpy as np
 from jaxon._src import core, tree_util
 from jaxon._src.core import Literal, ShapedArray
 from jaxon._src.interpreters import partial_eval as pe
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax, reductions, shape_ops, slicing
 from jaxon._src.lax import dot_general as dg
 from jaxon._src.pjit import pjit_p
@@ -111,8 +112,10 @@ def _zero_preserving_unary(prim: core.Primitive, linear: bool) -> None:
 
 for _prim in (lax.neg_p, lax.real_p, lax.imag_p, lax.conj_p, lax.convert_element_type_p):
   _zero_preserving_unary(_prim, linear=True)
-for _prim in (lax.sin_p, lax.sqrt_p, lax.abs_p, lax.tanh_p, lax.expm1_p, lax.log1p_p,
-              lax.sign_p, lax.tan_p, lax.asin_p, lax.atan_p, lax.sinh_p, lax.asinh_p):
+for _prim in (lax.abs_p, lax.sign_p, transcendental.sin_p, transcendental.sqrt_p,
+              transcendental.tanh_p, transcendental.expm1_p, transcendental.log1p_p,
+              transcendental.tan_p, transcendental.asin_p, transcendental.atan_p,
+              transcendental.sinh_p, transcendental.asinh_p):
   _zero_preserving_unary(_prim, linear=False)
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 import jaxon.numpy as jnp
 from jaxon._src import dtypes
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax
 from jaxon._src.lax.control_flow.loops import fori_loop
 from jaxon._src.lax.control_flow.solves import custom_linear_solve
@@ -300,7 +301,7 @@ def _givens_rotation(a: Any, b: Any) -> tuple[Any, Any]:
   b_zero = abs(b) == 0
   a_lt_b = abs(a) < abs(b)
   t = -jnp.where(a_lt_b, a, b) / jnp.where(a_lt_b, b, a)
-  r = lax.rsqrt(1 + abs(t) ** 2).astype(t.dtype)
+  r = transcendental.rsqrt(1 + abs(t) ** 2).astype(t.dtype)
   cs = jnp.where(b_zero, 1, jnp.where(a_lt_b, r * t, r))
   sn = jnp.where(b_zero, 0, jnp.where(a_lt_b, r, r * t))
   return cs, sn

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from jaxon._src import dtypes
+from jaxon._src.lax import transcendental
 from jaxon._src.lax import lax
 from jaxon._src.numpy.ufuncs import _promote_args_inexact
 from jaxon._src.scipy import special
@@ -31,7 +32,7 @@ def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
   JAX implementation of `scipy.stats.norm.logpdf`."""
   z, scale = _standardize("logpdf", x, loc, scale)
-  log_norm = lax.add(lax.log(scale), _const(z, 0.5 * math.log(2 * math.pi)))
+  log_norm = lax.add(transcendental.log(scale), _const(z, 0.5 * math.log(2 * math.pi)))
   return lax.sub(lax.mul(_const(z, -0.5), lax.mul(z, z)), log_norm)
 
 
@@ -39,7 +40,7 @@ def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
   """Probability density.
 
   JAX implementation of `scipy.stats.norm.pdf`."""
-  return lax.exp(logpdf(x, loc, scale))
+  return transcendental.exp(logpdf(x, loc, scale))
 
 
 def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
