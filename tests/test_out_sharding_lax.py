@@ -171,3 +171,23 @@ def test_rng_bit_generator_lays_out_its_bits():
   new_key, bits = lax.rng_bit_generator(key, (4, 2), out_sharding=rows)
   _check((new_key, bits), [np.asarray(v) for v in plain])
   assert bits.sharding == rows
+
+
+def test_full_like_is_laid_out_as_a_committed_operand():
+  """JAX's full_like (and jnp's zeros_like, ones_like, empty_like, full_like) lays its
+  result out as a committed operand is, when it keeps the operand's shape and has a strong
+  dtype; otherwise, and for uncommitted operands, the result is on the default device."""
+  rows = NamedSharding(_mesh(AxisType.Explicit), PartitionSpec("x"))
+  default = SingleDeviceSharding(jaxon.devices()[0])
+  on_1 = SingleDeviceSharding(jaxon.devices()[1])
+  likes = [jnp.zeros_like, jnp.ones_like, jnp.empty_like, lambda a: jnp.full_like(a, 2),
+           lambda a: lax.full_like(a, 3), lambda a: jnp.zeros_like(a, jnp.int32)]
+  for place in (rows, on_1):
+    x = jaxon.device_put(X4, place)
+    for like in likes:
+      assert like(x).sharding == place
+    assert lax.full_like(x, 1.0, shape=(2, 2)).sharding == default  # another shape
+    assert jnp.zeros_like(x, device=jaxon.devices()[0]).sharding == default
+  weak = jaxon.device_put(jnp.asarray(1.0), on_1)
+  assert weak.weak_type and jnp.zeros_like(weak).sharding == default
+  assert jnp.zeros_like(jnp.asarray(X4)).sharding == default

@@ -29,6 +29,7 @@ from jaxon._src.interpreters import ad, batching, mlir
 from jaxon._src.lax import dimension_value, utils
 from jaxon._src.lax.dot_algorithms import Accuracy, result_accuracy_attr
 from jaxon._src.lax.sharding_constraint import apply_out_sharding, apply_sharding
+from jaxon._src.xla import sharded
 from jaxon._src.xla.array import Array, copy_array, device_put_numpy, scalar_constant
 
 # Dtype classes an operand may belong to (checked with dtypes.issubdtype).
@@ -1127,7 +1128,10 @@ def zeros_like_array(x: Any) -> Any:
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None,
               sharding: Any = None) -> Any:
   """An array like `x` (its shape, dtype and weak type, unless `shape`/`dtype` say
-  otherwise) filled with `fill_value`, placed as `sharding` (see `full`)."""
+  otherwise) filled with `fill_value`, placed as `sharding` (see `full`). Without one, the
+  result of `x`'s shape and of a strong dtype is laid out as `x` is when `x` is an Array
+  committed to devices (placed, or sharded), as JAX's: `zeros_like(params)` of sharded
+  parameters is sharded alike."""
   if sharding is not None:
     return apply_sharding(full_like(x, fill_value, dtype, shape), sharding, "full_like")
   aval = core.get_aval(x)
@@ -1135,8 +1139,13 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] |
   dtype = aval.dtype if dtype is None else dtypes.canonicalize_dtype(dtype)
   shape = aval.shape if shape is None else utils.canonicalize_shape(shape, "of full_like")
   if dtypes.is_extended(dtype):
-    return dtype.full(shape, fill_value)
-  return broadcast(_convert_element_type(fill_value, dtype, weak_type), shape)
+    out = dtype.full(shape, fill_value)
+  else:
+    out = broadcast(_convert_element_type(fill_value, dtype, weak_type), shape)
+  if (type(x) is Array and not weak_type and shape == aval.shape and x._pending is None
+      and sharded.is_placed(x)):  # (a pending Array is uncommitted)
+    return apply_sharding(out, x.sharding, "full_like")
+  return out
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:

@@ -70,12 +70,17 @@ def _argpartition(self: Any, kth: int | Sequence[int], axis: int = -1,
   return sorting.argpartition(self, kth, axis)
 
 
-# JAX's var, std, argsort and dot methods lack jnp's newer `mean`, `dtype` and
+# JAX's var, std, argsort, dot and repeat methods lack jnp's newer `mean`, `dtype` and
 # `out_sharding` keywords.
 
 def _dot(self: Any, b: Any, *, precision: Any = None, preferred_element_type: Any = None
          ) -> Any:
   return linear.dot(self, b, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def _repeat(self: Any, repeats: Any, axis: int | None = None, *,
+            total_repeat_length: int | None = None) -> Any:
+  return shape.repeat(self, repeats, axis, total_repeat_length=total_repeat_length)
 
 
 def _var(self: Any, axis: reductions.Axis = None, dtype: Any = None, out: None = None,
@@ -284,7 +289,7 @@ _METHODS: dict[str, Any] = {
     "reshape": shape.method_reshape, "transpose": shape.method_transpose,
     "T": property(shape.transpose), "mT": property(shape.matrix_transpose),
     "squeeze": shape.squeeze, "ravel": shape.ravel, "flatten": shape.ravel,
-    "swapaxes": shape.swapaxes, "repeat": shape.repeat, "astype": shape.astype,
+    "swapaxes": shape.swapaxes, "repeat": _repeat, "astype": shape.astype,
     "view": _view, "flat": property(_flat),
     # matrices (creation)
     "diagonal": creation.diagonal, "trace": creation.trace,

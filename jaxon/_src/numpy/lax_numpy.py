@@ -206,7 +206,8 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None, *,
               device: Any = None, out_sharding: Any = None) -> Any:
   """An array with `a`'s shape and dtype (weak type included) unless `shape` or `dtype`
   say otherwise, filled with `fill_value` (a scalar or an array broadcast to the shape).
-  The result is committed to `device` if given, not to where `a` lives."""
+  The result is committed to `device` if given; else a scalar fill is laid out as a
+  committed `a` is (see `lax.full_like`), as JAX's."""
   if np.ndim(fill_value) == 0:
     out = lax.full_like(a, fill_value, dtype, shape)
   else:
