@@ -93,3 +93,33 @@ def test_mesh_utils_create_device_mesh():
   with pytest.raises(ValueError, match=r"Number of devices 8 must equal the product of "
                      r"mesh_shape \(3,\)"):
     mesh_utils.create_device_mesh((3,))
+
+
+def test_eager_operations_on_another_device_run_there_without_xla_errors():
+  """An eager operation (one at a time, a library call replayed, a jitted call) on Arrays
+  committed to a device other than the default runs there and keeps them there; it used
+  to try the default device first, which failed with an error XLA logs to stderr."""
+  code = """if True:
+    import numpy as np, jaxon, jaxon.numpy as jnp
+    d1 = jaxon.devices()[1]
+    x = jaxon.device_put(np.arange(4.0, dtype=np.float32), d1)
+    outs = [x + 1, jnp.sin(x), x.sum(), jnp.mean(x), jaxon.jit(lambda a: a * 3)(x),
+            jnp.ones(4) + x, x.copy(), jnp.array(x), jnp.zeros_like(x)]
+    assert all(o.devices() == {d1} for o in outs), [o.devices() for o in outs]
+    np.testing.assert_allclose(outs[0], np.arange(4.0) + 1)
+    print("ok")"""
+  env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS="--xla_force_host_platform_device_count=2")
+  out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+  assert out.stdout.strip() == "ok", out.stderr
+  assert "Execute" not in out.stderr, out.stderr
+
+
+def test_a_copy_stays_where_its_array_is():
+  mesh = jaxon.make_mesh((2,), ("x",), devices=jaxon.devices()[:2])
+  rows = jaxon.sharding.NamedSharding(mesh, jaxon.sharding.PartitionSpec("x"))
+  for place in (rows, jaxon.devices()[3]):
+    x = jaxon.device_put(jaxon.numpy.arange(4.0), place)
+    for copy in (x.copy(), jaxon.numpy.array(x), jaxon.numpy.array(x, copy=True)):
+      assert copy.sharding == x.sharding and copy._buf is not x._buf
+      assert (copy == x).all()

@@ -7,7 +7,9 @@ installed by `jaxon.numpy`, the layer that defines them for tracers too.
 """
 from __future__ import annotations
 
+import operator
 import threading
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,6 +46,28 @@ class _ValueReads(threading.local):
 
 
 value_reads = _ValueReads()
+
+
+class _Placements:
+  """Whether an Array placed off the default device may exist: set once the first is made
+  (`note_placed`). Until then an eager operation runs its executable on the default device
+  without asking where its operands are; after, it asks first, since running one there on
+  an operand elsewhere fails with an error that XLA also logs."""
+  seen = False
+
+
+placements = _Placements()
+
+
+def note_placed() -> None:
+  placements.seen = True
+
+
+def on_the_default_device(bufs: Iterable[_jax.ArrayImpl]) -> bool:
+  return {*map(_placement_of, bufs)} <= {client.default_sharding()}
+
+
+_placement_of = operator.attrgetter("_sharding")
 
 
 class _ArrayMeta(type):
@@ -348,8 +372,15 @@ def set_materializer(materialize: Any, flush: Any, sync_point: Any) -> None:
 
 
 def copy_array(x: Array) -> Array:
-  """`x` in a device buffer of its own (for keys, a copy of their physical data)."""
-  return Array(x.aval, device_put_numpy(np.array(x._value))._buf)
+  """`x` in a device buffer of its own, laid out where `x` is (for keys, a copy of their
+  physical data)."""
+  buf = x._buf
+  if buf._sharding is client.default_sharding():
+    return Array(x.aval, device_put_numpy(np.array(x._value))._buf)
+  copy, = _jax.batched_copy_array_to_devices_with_sharding(
+      [buf], [buf._sharding._internal_device_list], [buf._sharding],
+      [_jax.ArrayCopySemantics.ALWAYS_COPY])
+  return Array(x.aval, copy)
 
 
 def _reconstruct(value: np.ndarray, weak_type: bool) -> Array:

@@ -279,6 +279,9 @@ def apply_composite(composite: Composite, leaves: Sequence[Array]) -> list[Array
   `_run_now` finds), or is deleted (each operation says what went wrong)."""
   if ALWAYS_DEFER or any(map(_pending_of, leaves)):  # `map`: no Python loop
     return None
+  if array_mod.placements.seen and not array_mod.on_the_default_device(
+      map(_buffer_of, leaves)):
+    return None
   for sig in composite.checked:
     sig.check_config()
   try:
@@ -296,7 +299,8 @@ def _run_now(sig: _Signature, args: Sequence[Array]) -> Any:
   if direct_call is None:
     sig.executable()  # compiles it, and sets `_direct_call` where it applies
     direct_call = sig._direct_call
-  if direct_call is not None:
+  if direct_call is not None and (not array_mod.placements.seen
+                                  or array_mod.on_the_default_device(map(_buffer_of, args))):
     execute, handlers, out_aval = direct_call
     try:
       buf, = execute(list(map(_buffer_of, args))).consume_with_handlers(handlers)

@@ -72,6 +72,10 @@ class Executable:
       bufs = list(map(_buffer_of, args))
     except AttributeError:  # not all Arrays
       bufs = [to_buffer(x, aval) for x, aval in zip(args, self.in_avals)]
+    if array_mod.placements.seen and not array_mod.on_the_default_device(bufs):
+      placed = call_placed(self, args)  # (run here, a failed call would be logged by XLA)
+      if placed is not None:
+        return placed
     try:
       results = self.loaded.execute_sharded(
           self._const_bufs + bufs if self._const_bufs else bufs
@@ -81,6 +85,7 @@ class Executable:
       placed = call_placed(self, args)
       if placed is None:
         raise
+      array_mod.note_placed()  # (an argument placed where jaxon did not note it)
       return placed
     outs = list(map(Array, self.out_avals, results))
     for i in self._float0_outputs:  # as in JAX, float0 values are host zeros, not Arrays

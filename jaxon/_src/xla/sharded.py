@@ -126,6 +126,8 @@ def put(value: np.ndarray, aval: ShapedArray, sharding: Any, committed: bool = T
   """`value` (host data of `aval`'s dtype) laid out as `sharding`: each device of this
   process gets its block (in a job of several processes, each puts its own)."""
   runtime = runtime_sharding(sharding, len(aval.shape))
+  if runtime is not client.default_sharding():
+    array_mod.note_placed()
   devices = list(runtime._devices)
   blocks = indices(runtime._hlo_sharding, aval.shape, len(devices))
   here = client.process_index()
@@ -180,6 +182,7 @@ def shard_buffers(buf: _jax.ArrayImpl) -> list[tuple[Any, Index, _jax.ArrayImpl]
 def rewrap(buf: _jax.ArrayImpl, aval: ShapedArray, sharding: Any) -> Array:
   """An Array of the single-device buffer `buf` (a block of a larger one), carrying the
   C++ sharding of `sharding` so that it reads back as the user's."""
+  array_mod.note_placed()
   runtime = runtime_sharding(sharding, len(aval.shape))
   return Array(intern_aval(aval), _jax.ArrayImpl(executable._device_aval(aval), runtime,
                                                  [buf], True, True))
@@ -250,6 +253,7 @@ class SpmdExecutable:
     `from_hlo(hlo, ndim)` the user sharding of a layout XLA chose; `donated_invars` marks
     the inputs whose buffers outputs may take."""
     n = len(placement.devices)
+    array_mod.note_placed()  # its results are
     in_avals = [v.aval for v in jaxpr.invars]
     out_avals = [v.aval for v in jaxpr.outvars]
     replicated = from_hlo(HloSharding.replicate(), 0)
