@@ -338,3 +338,18 @@ def test_shardings_survive_jaxs_properties_on_the_cpp_base(monkeypatch):
   assert NamedSharding(mesh, P("x"))._device_assignment == tuple(jaxon.devices()[:2])
   device = jaxon.devices()[1]
   assert SingleDeviceSharding(device)._device_assignment == (device,)
+
+
+def test_key_arrays_placed_over_a_mesh():
+  """device_put of a key array lays its buffer out by the key data's rank (a key's words
+  in trailing dimensions no sharding splits): its shards, a vmap over it and a second
+  device_put work, as with JAX (the buffer's sharding had the keys' rank)."""
+  mesh = jaxon.make_mesh((2,), ("x",), devices=jaxon.devices()[:2])
+  rows = jaxon.sharding.NamedSharding(mesh, jaxon.sharding.PartitionSpec("x"))
+  keys = jaxon.random.split(jaxon.random.key(0), 4)
+  placed = jaxon.device_put(keys, rows)
+  assert placed.sharding == rows and jaxon.device_put(placed, rows) is placed
+  assert [s.data.shape for s in placed.addressable_shards] == [(2,), (2,)]
+  np.testing.assert_array_equal(jaxon.random.key_data(placed), jaxon.random.key_data(keys))
+  draw = jaxon.vmap(lambda k: jaxon.random.normal(k, ()))
+  np.testing.assert_array_equal(draw(placed), draw(keys))

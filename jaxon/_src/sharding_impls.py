@@ -474,7 +474,7 @@ def device_put_leaf(x: Any, target: Any) -> Array:
   if not isinstance(target, (NamedSharding, SingleDeviceSharding)):
     raise TypeError(f"device_put: expected a Device or a Sharding, got {target!r}")
   if type(x) is Array:
-    if x._buf._sharding is sharded.runtime_sharding(target, x.ndim):
+    if x._buf._sharding is sharded.runtime_sharding(target, sharded.physical_ndim(x.aval)):
       return x
     aval = x.aval
     value = x._value if x._buf._sharding is client.default_sharding() else sharded.host_value(

@@ -125,7 +125,7 @@ def put(value: np.ndarray, aval: ShapedArray, sharding: Any, committed: bool = T
         ) -> Array:
   """`value` (host data of `aval`'s dtype) laid out as `sharding`: each device of this
   process gets its block (in a job of several processes, each puts its own)."""
-  runtime = runtime_sharding(sharding, len(aval.shape))
+  runtime = runtime_sharding(sharding, physical_ndim(aval))
   if runtime is not client.default_sharding():
     array_mod.note_placed()
   devices = list(runtime._devices)
@@ -183,7 +183,7 @@ def rewrap(buf: _jax.ArrayImpl, aval: ShapedArray, sharding: Any) -> Array:
   """An Array of the single-device buffer `buf` (a block of a larger one), carrying the
   C++ sharding of `sharding` so that it reads back as the user's."""
   array_mod.note_placed()
-  runtime = runtime_sharding(sharding, len(aval.shape))
+  runtime = runtime_sharding(sharding, physical_ndim(aval))
   return Array(intern_aval(aval), _jax.ArrayImpl(executable._device_aval(aval), runtime,
                                                  [buf], True, True))
 
@@ -227,7 +227,7 @@ class Placement:
     self.axis_sizes = tuple(axis_sizes)
 
 
-def _physical_ndim(aval: Any) -> int:
+def physical_ndim(aval: Any) -> int:
   """The rank of the buffer holding arrays of `aval`: a key array's holds each key's words
   in trailing dimensions, which no sharding splits."""
   return len(core.physical_aval(aval).shape)
@@ -260,10 +260,10 @@ class SpmdExecutable:
     const_shardings = [replicated] * len(consts)
     module = executable.lower_jaxpr(
         jaxpr, name, mesh=(placement.axis_names, placement.axis_sizes, n),
-        arg_shardings=[sdy(s, _physical_ndim(a)) for s, a in
+        arg_shardings=[sdy(s, physical_ndim(a)) for s, a in
                        zip(const_shardings + list(in_shardings),
                            [v.aval for v in jaxpr.constvars] + in_avals)],
-        result_shardings=[None if s is None else sdy(s, _physical_ndim(a))
+        result_shardings=[None if s is None else sdy(s, physical_ndim(a))
                           for s, a in zip(out_shardings, out_avals)])
     self._donated = [i for i, d in enumerate(donated_invars) if d]
     if self._donated:
@@ -280,16 +280,16 @@ class SpmdExecutable:
     self.in_avals = in_avals
     self.out_avals = [intern_aval(a) for a in out_avals]
     self.in_shardings = list(in_shardings)
-    self.in_runtime = [runtime_sharding(s, _physical_ndim(a))
+    self.in_runtime = [runtime_sharding(s, physical_ndim(a))
                        for s, a in zip(in_shardings, in_avals)]
     protos = self.loaded.get_output_shardings()  # None for a program on one device
     chosen = ([HloSharding.from_proto(p) for p in protos] if protos is not None
               else [HloSharding.replicate()] * len(out_avals))
-    self.out_shardings = [from_hlo(h, _physical_ndim(a)) if s is None else s
+    self.out_shardings = [from_hlo(h, physical_ndim(a)) if s is None else s
                           for s, h, a in zip(out_shardings, chosen, out_avals)]
     self._handlers = [
         _jax.array_result_handler(executable._device_aval(a),
-                                  runtime_sharding(s, _physical_ndim(a)), True,
+                                  runtime_sharding(s, physical_ndim(a)), True,
                                   _skip_checks=True)
         for s, a in zip(self.out_shardings, self.out_avals)]
     self._float0_outputs = [i for i, a in enumerate(self.out_avals) if a.dtype == dtypes.float0]
