@@ -353,3 +353,23 @@ def test_key_arrays_placed_over_a_mesh():
   np.testing.assert_array_equal(jaxon.random.key_data(placed), jaxon.random.key_data(keys))
   draw = jaxon.vmap(lambda k: jaxon.random.normal(k, ()))
   np.testing.assert_array_equal(draw(placed), draw(keys))
+
+
+def test_jit_refuses_an_argument_placed_otherwise_than_its_in_sharding():
+  """As JAX's jit: an argument committed with another layout than its in_sharding is an
+  error (JAX's text); one on the default device is moved, and so is one whose layout is
+  the same, replicated, on another device."""
+  mesh = jaxon.make_mesh((2,), ("x",), devices=jaxon.devices()[:2])
+  rows, replicated = NamedSharding(mesh, P("x")), NamedSharding(mesh, P())
+  x = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+  double = lambda s: jaxon.jit(lambda a: a * 2, in_shardings=s)  # noqa: E731
+  for placed, given in [(rows, replicated), (jaxon.devices()[1], rows),
+                        (jaxon.devices()[0], rows)]:
+    with pytest.raises(ValueError, match=r"Sharding passed to jit does not match the "
+                       r"sharding on the respective arg\. Got jit sharding: .*\narg sharding"
+                       r": .* for arg type: float32\[4,2\]"):
+      double(given)(jaxon.device_put(x, placed))
+  assert double(rows)(jnp.asarray(x)).sharding == rows
+  on_0 = SingleDeviceSharding(jaxon.devices()[0])
+  out = double(on_0)(jaxon.device_put(x, jaxon.devices()[1]))
+  assert out.sharding == on_0 and (np.asarray(out) == 2 * x).all()

@@ -732,4 +732,4 @@ def _placed_program(entry: _CacheEntry, name: str) -> sharding_impls.PlacedProgr
     return executable.executable_for(jaxpr, name)
   return sharding_impls.PlacedProgram(
       jaxpr.jaxpr, jaxpr.consts, name, flat_in, flat_out, shardings_inside(jaxpr.jaxpr),
-      default=on_default_device, donated_invars=donated)
+      default=on_default_device, donated_invars=donated, as_jit=True)

@@ -90,7 +90,7 @@ def _pjit_impl(*args: Any, jaxpr: ClosedJaxpr, name: str, in_shardings: Sharding
     program = programs[key] = PlacedProgram(
         jaxpr.jaxpr, jaxpr.consts, name, as_none(in_shardings, len(jaxpr.in_avals)),
         as_none(out_shardings, len(jaxpr.out_avals)), shardings_inside(jaxpr.jaxpr),
-        default=lambda: executable.executable_for(jaxpr, name))
+        default=lambda: executable.executable_for(jaxpr, name), as_jit=True)
   return program(args)
 
 

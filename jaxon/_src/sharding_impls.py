@@ -376,11 +376,13 @@ class PlacedProgram:
                in_shardings: Sequence[Any], out_shardings: Sequence[Any],
                inner_shardings: Sequence[Any] = (),
                default: Callable[[], Any] | None = None,
-               donated_invars: Sequence[bool] = ()):
+               donated_invars: Sequence[bool] = (), as_jit: bool = False):
     """`default()` gives the executable that runs the program when nothing places it
     (None: the caller runs it on the default device); `donated_invars` marks the inputs
-    whose buffers outputs may take."""
+    whose buffers outputs may take; `as_jit` refuses, as `jit` does, an argument placed
+    otherwise than its given sharding (other programs move it there)."""
     self.jaxpr, self.consts, self.name = jaxpr, consts, name
+    self.as_jit = as_jit
     self.donated_invars = tuple(donated_invars)
     self._default = default
     self.in_shardings = list(in_shardings)
@@ -397,6 +399,8 @@ class PlacedProgram:
                        else None for x, s in zip(args, self.in_shardings)])
     exe = self._by_committed.get(committed)
     if exe is not None:  # the usual call: the arguments are laid out as the last time
+      if self.as_jit:
+        self._check_placed_as_given(exe, args)
       return exe(args)
     fixed = list(committed) + self.out_shardings + self.inner_shardings
     n_in, n_out = len(committed), len(self.out_shardings)
@@ -421,7 +425,24 @@ class PlacedProgram:
           self.jaxpr, self.consts, self.name, placement, in_shardings, self.out_shardings,
           _sdy, from_hlo, self.donated_invars)
     self._by_committed[committed] = exe
+    if self.as_jit:
+      self._check_placed_as_given(exe, args)
     return exe(args)
+
+  def _check_placed_as_given(self, exe: sharded.SpmdExecutable, args: Sequence[Any]) -> None:
+    """JAX's error for an argument placed (committed) with another layout than the sharding
+    jit is given for it; one on the default device, not placed, is moved."""
+    for x, given, runtime, aval in zip(args, self.in_shardings, exe.in_runtime, exe.in_avals):
+      if given is None or type(x) is not Array:
+        continue
+      placed = x._buf._sharding
+      if placed is runtime or placed is client.default_sharding():
+        continue
+      ndim = sharded.physical_ndim(aval)
+      if sharded.runtime_sharding(sharding_of(x), ndim)._hlo_sharding != runtime._hlo_sharding:
+        raise ValueError(f"Sharding passed to jit does not match the sharding on the "
+                         f"respective arg. Got jit sharding: {given},\narg sharding: "
+                         f"{sharding_of(x)} for arg type: {aval.str_short(short_dtypes=False)}")
 
 
 def _call_placed(exe: executable.Executable, args: Sequence[Any]) -> list[Any] | None:
