@@ -63,7 +63,10 @@ def _jit_if(x):
 
 SHAPES = [
     ("add_shapes", lambda: _f3 + _f4, TypeError, r"add.*\(3,\), \(4,\)"),
-    ("multiply_shapes", lambda: jnp.multiply(_f3, _f4), TypeError, r"multiply.*\(3,\), \(4,\)"),
+    ("multiply_shapes", lambda: jnp.multiply(_f3, _f4), TypeError,
+     r"mul got incompatible shapes for broadcasting: \(3,\), \(4,\)"),
+    ("multiply_ranks", lambda: jnp.multiply(_f3, jnp.ones((2, 4))), ValueError,
+     r"Incompatible shapes for broadcasting: shapes=\[\(3,\), \(2, 4\)\]"),
     ("lax_add_shapes", lambda: lax.add(_f3, _f4), TypeError, r"add.*\(3,\), \(4,\)"),
     ("dot_shapes", lambda: jnp.dot(_f3, _f4), TypeError, r"dot: shapes \(3,\) and \(4,\)"),
     ("matmul_shapes", lambda: _f23 @ _f23, TypeError,
@@ -531,3 +534,10 @@ def test_python_int_range_follows_x64(x64):
     jnp.array(2**63)
   with pytest.raises(OverflowError, match="too large to convert to int64"):
     jnp.zeros(3) + 2**64
+
+
+def test_device_put_to_something_else_than_a_device_or_sharding():
+  with pytest.raises(ValueError, match=r"`jax.device_put` only accepts `None`, "
+                     r"`jax.sharding.Sharding`, `jax.Device` or a pytree of these values\. "
+                     r"Received invalid value: cpu"):
+    jaxon.device_put(jnp.ones(2), "cpu")

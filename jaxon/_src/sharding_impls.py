@@ -493,7 +493,9 @@ def device_put_leaf(x: Any, target: Any) -> Array:
   if isinstance(target, _jax.Device):
     target = SingleDeviceSharding(target)
   if not isinstance(target, (NamedSharding, SingleDeviceSharding)):
-    raise TypeError(f"device_put: expected a Device or a Sharding, got {target!r}")
+    raise ValueError("`jax.device_put` only accepts `None`, `jax.sharding.Sharding`, "
+                     "`jax.Device` or a pytree of these values. Received invalid value: "
+                     f"{target}")
   if type(x) is Array:
     if x._buf._sharding is sharded.runtime_sharding(target, sharded.physical_ndim(x.aval)):
       return x

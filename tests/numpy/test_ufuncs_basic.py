@@ -486,8 +486,10 @@ def test_comparison_with_unknown_operands():
 ERRORS = [
     ("list-arg", lambda: jnp.add([1, 2], 1), TypeError,
      "add requires ndarray or scalar arguments, got list at position 0"),
-    ("shapes", lambda: jnp.add(np.ones(3), np.ones((2, 4))), TypeError,
-     r"add: incompatible shapes for broadcasting: \(3,\), \(2, 4\)"),
+    ("shapes", lambda: jnp.add(np.ones(3), np.ones((2, 4))), ValueError,
+     r"Incompatible shapes for broadcasting: shapes=\[\(3,\), \(2, 4\)\]"),
+    ("shapes-same-rank", lambda: jnp.add(np.ones(3), np.ones(4)), TypeError,
+     r"add got incompatible shapes for broadcasting: \(3,\), \(4,\)"),
     ("bitwise-float", lambda: jnp.bitwise_and(1.0, 2.0), TypeError,
      "and does not accept dtype float32"),
     ("shift-float", lambda: jnp.left_shift(np.float32(1), 1), TypeError,

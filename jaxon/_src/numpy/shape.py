@@ -253,7 +253,7 @@ def broadcast_shapes(*shapes: int | Sequence[int]) -> tuple[int, ...]:
   for sizes in zip(*((1,) * (ndim - len(s)) + s for s in shapes)):
     non_one = set(sizes) - {1}
     if len(non_one) > 1:
-      raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}.")
+      raise ValueError(f"Incompatible shapes for broadcasting: shapes={shapes}")
     out.append(non_one.pop() if non_one else 1)
   return tuple(out)
 

@@ -45,13 +45,11 @@ def _promote_shapes(fun_name: str, *args: Any) -> list[Any]:
     shapes.append(x.aval.shape if type(x) is Array else np.shape(x))
   if len(set(shapes) - {()}) <= 1:  # the common case: nothing to do, nothing to check
     return list(args)
-  if len({len(s) for s in shapes} - {0}) > 1 and config.jax_numpy_rank_promotion != "allow":
+  if len({len(s) for s in shapes} - {0}) <= 1:  # equal ranks: lax checks them (a TypeError)
+    return list(args)
+  if config.jax_numpy_rank_promotion != "allow":
     _rank_promotion_warning_or_error(fun_name, shapes)
-  try:
-    out_shape = lax.broadcast_shapes(*shapes)
-  except ValueError:
-    raise TypeError(f"{fun_name}: incompatible shapes for broadcasting: "
-                    f"{', '.join(str(s) for s in shapes)}") from None
+  out_shape = lax.broadcast_shapes(*shapes)  # JAX's ValueError where they do not broadcast
   ndim = len(out_shape)
   return [x if len(s) in (0, ndim) else
           lax.broadcast_in_dim(x, (1,) * (ndim - len(s)) + s, range(ndim - len(s), ndim))
