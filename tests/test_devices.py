@@ -123,3 +123,11 @@ def test_a_copy_stays_where_its_array_is():
     for copy in (x.copy(), jaxon.numpy.array(x), jaxon.numpy.array(x, copy=True)):
       assert copy.sharding == x.sharding and copy._buf is not x._buf
       assert (copy == x).all()
+
+
+def test_copying_a_deleted_array_is_an_error():
+  for place in (jaxon.devices()[0], jaxon.devices()[3]):
+    x = jaxon.device_put(jaxon.numpy.arange(3.0), place)
+    x.delete()
+    with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[3\]"):
+      x.copy()

@@ -19,7 +19,6 @@ from jaxon._src import dtypes, tree_util
 from jaxon._src.config import x64_enabled
 from jaxon._src.core import ShapedArray
 from jaxon._src.sharding_impls import NamedSharding, SingleDeviceSharding
-from jaxon._src.xla import array as array_mod
 from jaxon._src.xla import executable, sharded
 from jaxon._src.xla.array import Array, intern_aval
 
@@ -51,7 +50,6 @@ def _place(shape: Sequence[int], dtype: np.dtype, sharding: Any,
                        f"{want} of the global shape {shape}.")
   devices = list(index_map)
   pieces = [np.ascontiguousarray(blocks[d], dtype) for d in devices]
-  array_mod.note_placed()
   buf = _jax.batched_device_put(executable._device_aval(aval),
                                 sharded.runtime_sharding(sharding, len(shape)), pieces, devices,
                                 True, False, enable_x64=x64_enabled())
@@ -103,7 +101,6 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Any,
   runtime = sharded.runtime_sharding(sharding, len(shape))
   # jaxlib wants the blocks in the order of the sharding's devices.
   bufs = [by_device[d]._buf for d in runtime._devices if d in by_device]
-  array_mod.note_placed()
   return Array(intern_aval(aval), _jax.ArrayImpl(executable._device_aval(aval), runtime, bufs,
                                                  True, True))
 

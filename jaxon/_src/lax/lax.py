@@ -30,7 +30,8 @@ from jaxon._src.lax import dimension_value, utils
 from jaxon._src.lax.dot_algorithms import Accuracy, result_accuracy_attr
 from jaxon._src.lax.sharding_constraint import apply_out_sharding, apply_sharding
 from jaxon._src.xla import sharded
-from jaxon._src.xla.array import Array, copy_array, device_put_numpy, scalar_constant
+from jaxon._src.xla.array import (
+    Array, copy_array, device_put_numpy, placements, scalar_constant)
 
 # Dtype classes an operand may belong to (checked with dtypes.issubdtype).
 _float = (np.floating,)
@@ -1142,8 +1143,8 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] |
     out = dtype.full(shape, fill_value)
   else:
     out = broadcast(_convert_element_type(fill_value, dtype, weak_type), shape)
-  if (type(x) is Array and not weak_type and shape == aval.shape and x._pending is None
-      and sharded.is_placed(x)):  # (a pending Array is uncommitted)
+  if (type(x) is Array and placements.seen and not weak_type and shape == aval.shape
+      and x._pending is None and sharded.is_placed(x)):  # (a pending Array is uncommitted)
     return apply_sharding(out, x.sharding, "full_like")
   return out
 

@@ -49,10 +49,11 @@ value_reads = _ValueReads()
 
 
 class _Placements:
-  """Whether an Array placed off the default device may exist: set once the first is made
-  (`note_placed`). Until then an eager operation runs its executable on the default device
-  without asking where its operands are; after, it asks first, since running one there on
-  an operand elsewhere fails with an error that XLA also logs."""
+  """Whether an Array placed off the default device may exist: set once the first layout
+  other than the default device's is made (`sharded.runtime_sharding`). Until then an
+  eager operation runs its executable on the default device without asking where its
+  operands are; after, it asks first, since running one there on an operand elsewhere
+  fails with an error that XLA also logs."""
   seen = False
 
 
@@ -373,10 +374,10 @@ def set_materializer(materialize: Any, flush: Any, sync_point: Any) -> None:
 
 def copy_array(x: Array) -> Array:
   """`x` in a device buffer of its own, laid out where `x` is (for keys, a copy of their
-  physical data)."""
+  physical data). The copy keeps the buffer's C++ sharding object, so one on the default
+  device is still recognised as there."""
+  x._check_if_deleted()  # (jaxlib's copy of a deleted buffer crashes the process)
   buf = x._buf
-  if buf._sharding is client.default_sharding():
-    return Array(x.aval, device_put_numpy(np.array(x._value))._buf)
   copy, = _jax.batched_copy_array_to_devices_with_sharding(
       [buf], [buf._sharding._internal_device_list], [buf._sharding],
       [_jax.ArrayCopySemantics.ALWAYS_COPY])

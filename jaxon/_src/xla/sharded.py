@@ -63,10 +63,13 @@ def tiled_hlo_sharding(axis_sizes: Sequence[int], dim_axes: Sequence[Sequence[in
 def runtime_sharding(sharding: Any, ndim: int) -> _jax.GSPMDSharding:
   """The C++ sharding of `sharding` (which gives `_device_assignment` and
   `_to_xla_hlo_sharding(ndim)`) for arrays of rank `ndim`; one object per pair, so that
-  buffers carry it by identity and `user_sharding` finds `sharding` again."""
+  buffers carry it by identity and `user_sharding` finds `sharding` again. Every layout
+  but the default device's is made here, so this is where jaxon notes that placed Arrays
+  may exist (`array.note_placed`)."""
   key = (sharding, ndim)
   found = _runtime.get(key)
   if found is None:
+    array_mod.note_placed()
     found = _jax.GSPMDSharding(xla_client.DeviceList(tuple(sharding._device_assignment)),
                                sharding._to_xla_hlo_sharding(ndim))
     register(found, sharding)
@@ -126,8 +129,6 @@ def put(value: np.ndarray, aval: ShapedArray, sharding: Any, committed: bool = T
   """`value` (host data of `aval`'s dtype) laid out as `sharding`: each device of this
   process gets its block (in a job of several processes, each puts its own)."""
   runtime = runtime_sharding(sharding, physical_ndim(aval))
-  if runtime is not client.default_sharding():
-    array_mod.note_placed()
   devices = list(runtime._devices)
   blocks = indices(runtime._hlo_sharding, aval.shape, len(devices))
   here = client.process_index()
@@ -182,7 +183,6 @@ def shard_buffers(buf: _jax.ArrayImpl) -> list[tuple[Any, Index, _jax.ArrayImpl]
 def rewrap(buf: _jax.ArrayImpl, aval: ShapedArray, sharding: Any) -> Array:
   """An Array of the single-device buffer `buf` (a block of a larger one), carrying the
   C++ sharding of `sharding` so that it reads back as the user's."""
-  array_mod.note_placed()
   runtime = runtime_sharding(sharding, physical_ndim(aval))
   return Array(intern_aval(aval), _jax.ArrayImpl(executable._device_aval(aval), runtime,
                                                  [buf], True, True))
@@ -253,7 +253,6 @@ class SpmdExecutable:
     `from_hlo(hlo, ndim)` the user sharding of a layout XLA chose; `donated_invars` marks
     the inputs whose buffers outputs may take."""
     n = len(placement.devices)
-    array_mod.note_placed()  # its results are
     in_avals = [v.aval for v in jaxpr.invars]
     out_avals = [v.aval for v in jaxpr.outvars]
     replicated = from_hlo(HloSharding.replicate(), 0)
